@@ -58,8 +58,7 @@ def collect(request: RunRequest, *, out: Path | str = "report",
     from blocklab.verify import rope_gap_by_shift
 
     results, size = request.results, request.size
-    ctx = Context(request)
-    rows = run_claims(None, ctx)
+    rows = run_claims(None, Context(request))
     ledger = [{**row.to_dict(), "brief": briefs(row)} for row in rows]
     suites = {}
     for name in SUITES:
@@ -119,12 +118,9 @@ def collect(request: RunRequest, *, out: Path | str = "report",
 
 def briefs(row: ClaimResult) -> dict[str, dict[str, str]]:
     """{lang: {statement, found}}: the claim's line in the ledger (`claims.brief`)."""
-    out = {}
-    for lang in LANGS:
-        style = VERDICT_STYLES.get(row.verdict)
-        b = brief(row, lang, style.symbol if style else "")
-        out[lang] = {"statement": b.statement, "found": b.found}
-    return out
+    style = VERDICT_STYLES.get(row.verdict)
+    found = {lang: brief(row, lang, style.symbol if style else "") for lang in LANGS}
+    return {lang: {"statement": b.statement, "found": b.found} for lang, b in found.items()}
 
 
 def busy_timings(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]:
@@ -293,15 +289,7 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
     """{claim: its ladder (`claims.ladder.ladder_dict`) re-graded from the runs stored at the
     precisions and seeds `<results>/ladder/<claim>.json` names, with its lines per language};
     {"error": ...} naming the command that rewrites a stored file that cannot be read."""
-    from blocklab.claims.ladder import (
-        SIZES,
-        appears_line,
-        ladder_dict,
-        precision_line,
-        read_ladder,
-        rung_line,
-        trend_line,
-    )
+    from blocklab.claims import ladder
     from blocklab.claims.registry import LADDER_CLAIMS
     from blocklab.jsonio import read_json
     from blocklab.precision import PRECISIONS
@@ -316,24 +304,25 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
             stored = read_json(path)
             precisions = {r["size"]: r["precision"] for r in stored["rungs"]}
             offset = stored["seed_offset"]
-            if set(precisions) != set(SIZES) or not set(precisions.values()) <= set(PRECISIONS) \
+            if set(precisions) != set(ladder.SIZES) \
+                    or not set(precisions.values()) <= set(PRECISIONS) \
                     or not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
                 raise ValueError("its rungs, precisions or seed offset are not the ladder's")
         except (InputError, ValueError, KeyError, TypeError) as err:
             out[claim_id] = {"error": f"{path}: cannot be read ({err}); `{command}` rewrites "
                                       "it from the runs stored", "command": command}
             continue
-        doc = ladder_dict(read_ladder(claim_id, Path(results), precisions, offset))
+        doc = ladder.ladder_dict(ladder.read_ladder(claim_id, Path(results), precisions, offset))
         doc["command"] = command + (f" --seed-offset {offset}" if offset else "")
-        doc["lines"] = {lang: [appears_line(t, doc["rungs"], doc["anchors"], lang)
+        doc["lines"] = {lang: [ladder.appears_line(t, doc["rungs"], doc["anchors"], lang)
                                for t in doc["trends"]]
                         + [("各级之间变化的：" if lang == "zh" else "What changes between rungs: ")
                            + ("；" if lang == "zh" else "; ").join(doc["changes"][lang])]
-                        + [rung_line(r, lang) for r in doc["rungs"]]
-                        + [trend_line(t, lang) for t in doc["trends"]]
-                        + [line for line in [precision_line(doc["precision_check"], lang)]
+                        + [ladder.rung_line(r, lang) for r in doc["rungs"]]
+                        + [ladder.trend_line(t, lang) for t in doc["trends"]]
+                        + [line for line in [ladder.precision_line(doc["precision_check"], lang)]
                            if line]
-                        for lang in ("en", "zh")}
+                        for lang in LANGS}
         out[claim_id] = doc
     return out
 
@@ -407,10 +396,6 @@ def build_report(request: RunRequest, out: Path | str = "report", lang: str = "e
     from blocklab.claims.lang import resolve_lang
 
     lang = resolve_lang(lang)
-    results = request.results
-    if results.exists() and not results.is_dir():
-        raise InputError(f"results {str(results)!r} is a file; expected a folder of suite "
-                         "results (or one that does not exist yet)")
     doc = collect(request, out=out, suite_errors=suite_errors or {})
     doc["sequential"] = sequential
     return write_report(doc, out, lang), doc

@@ -67,8 +67,7 @@ def _new(width: float = 7.5, height: float = 3.8, ncols: int = 1, nrows: int = 1
 
     fig = MplFigure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    return fig, axes
+    return fig, fig.subplots(nrows, ncols, squeeze=False)
 
 
 def _png(fig) -> bytes:
@@ -289,8 +288,7 @@ def _signed(value: float, low: float, high: float) -> str:
 
 def _ladder_appears(doc: dict[str, Any], name: str) -> tuple[float, float, str] | None:
     """(FLOPs, estimate, label) of the rung that first decides part `name`, or None."""
-    trend = next(t for t in doc["trends"] if t["part"] == name)
-    seen = trend.get("appears")
+    seen = next(t for t in doc["trends"] if t["part"] == name).get("appears")
     if not seen or not seen.get("flops") or seen.get("value") is None:
         return None
     return seen["flops"], seen["value"], f"first decided here ({seen['verdict']})"
@@ -873,11 +871,12 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
     """C16's SwiGLU − ReLU against model size and C19's warmup interaction against depth."""
     ffn, _ = _summary(doc, "ffn", FfnData)
     placement, _ = _summary(doc, "placement", PlacementData)
-    if (ffn is None or len(ffn.trend) < 2) and (
-            placement is None or len({e.depth for e in placement.effects}) < 2):
+    by_size = ffn is not None and len(ffn.trend) > 1
+    by_depth = placement is not None and len({e.depth for e in placement.effects}) > 1
+    if not by_size and not by_depth:
         return None
     fig, [[left, right]] = _new(10, 3.8, 2, 1)
-    if ffn is not None and len(ffn.trend) > 1:
+    if by_size:
         for point in ffn.trend:
             _errorbar(left, point.params, point.rel_delta_pct, fmt="o",
                       color=arm_colour("swiglu"), capsize=4)
@@ -892,7 +891,7 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
                "C16: SwiGLU vs ReLU by model size", grid=None, legend=7)
     else:
         _say_empty(left, "C16 by model size:\nfewer than two model sizes stored")
-    if placement is not None and len({e.depth for e in placement.effects}) > 1:
+    if by_depth:
         chosen = sorted(placement.effects, key=lambda e: e.depth)
         for effect in chosen:
             _errorbar(right, effect.depth, effect.warmup_interaction, fmt="s",
@@ -949,9 +948,9 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
 DECISION_MARKERS = {"confirmed": "o", "not-reproduced-at-this-scale": "s",
                     "contradicted-at-this-scale": "D", "inconclusive": "o", "run": "^",
                     "refuted": "X", "conditional": "d", "untestable-here": "P"}
-DECISION_LABELS = {"confirmed": "confirmed", "not-reproduced-at-this-scale": "not reproduced",
-                   "contradicted-at-this-scale": "contradicted", "inconclusive": "inconclusive",
-                   "run": "run (nothing claimed)", "refuted": "refuted"}
+# The legend's word for a decision where it is not the decision's own.
+DECISION_LABELS = {"not-reproduced-at-this-scale": "not reproduced",
+                   "contradicted-at-this-scale": "contradicted", "run": "run (nothing claimed)"}
 
 
 def decision_colour(decision: str) -> str:
@@ -1074,18 +1073,12 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
     (as its line of words), its name and its unit."""
     g = part_geometry(part["rule"])
     e = part["estimate"]
-    points = [0.0, g["claimed"]]
-    if g["boundary"] is not None:
-        points.append(g["boundary"])
-    if g["band"] is not None:
-        points += list(g["band"])
-    if g["margin"] is not None:
-        points += [-g["margin"], g["margin"]]
-    if g["test"] == "effect":
-        points.append(-g["side"] * g["delta"])
     low, high, _ = interval_of(part)
-    points += [x for x in (e.get("value"), low, high) if x is not None]
-    points = [p for p in points if math.isfinite(p)]
+    margin = g["margin"] or 0.0
+    points = [0.0, g["claimed"], g["boundary"], *(g["band"] or ()), -margin, margin,
+              -g["side"] * g["delta"] if g["test"] == "effect" else None,
+              e.get("value"), low, high]
+    points = [p for p in points if p is not None and math.isfinite(p)]
     left, right = min(points), max(points)
     pad = 0.12 * (right - left or 1.0)
     left, right = left - pad, right + pad

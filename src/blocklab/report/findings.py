@@ -179,7 +179,7 @@ def _placement(c19: ClaimResult, lang: str) -> Sentence | None:
     wanted = (("pre-norm trains without warmup", "c19_pre", "no_warmup", _nats),
               ("post-norm needs warmup", "c19_post", "needs_warmup", _nats),
               ("post-norm gradients vanish in the lower layers", "c19_grad", "vanish",
-               _times_of_log2))
+               lambda log2: _ratio(2 ** log2)))  # a log2 ratio as the ratio itself
     clauses = [say(FINDINGS[key], lang, value=show(p.estimate.value), word=word)
                for name, key, words, show in wanted
                if _valued(p := parts.get(name)) and (word := _word(words, p, lang)) is not None]
@@ -386,11 +386,6 @@ def _nats(value: float) -> str:
 
 def _ratio(value: float) -> str:
     return f"{value:.2f}×"
-
-
-def _times_of_log2(value: float) -> str:
-    """A log2 ratio as the ratio itself: -1.06 -> "0.48×"."""
-    return f"{2 ** value:.2f}×"
 
 
 def _item(claim: str, label: str, value: str) -> UseItem:

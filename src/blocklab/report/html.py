@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +24,7 @@ from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICT_ZH
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.summaries import mixed_notes
 from blocklab.report.figures import Figure, forest_key, interval_of, part_geometry
-from blocklab.report.i18n import DECISION_SHORT, caption, t
+from blocklab.report.i18n import CAPTIONS, DECISION_SHORT, t
 from blocklab.report.palette import VERDICT_STYLES
 from blocklab.report.terms import TERMS, define_terms
 
@@ -63,9 +64,7 @@ def _num(value: float | None) -> str:
 
 
 def _signed(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return ("+" if value > 0 else "") + _num(value)
+    return ("+" if value is not None and value > 0 else "") + _num(value)
 
 
 def _minutes(seconds: float) -> str:
@@ -168,8 +167,7 @@ def line_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None = 
     words = t("part_line", lang).format(name=part["name"], estimate=estimate_words(part),
                                         claimed=claimed_words(part["rule"], lang),
                                         why=why_words(part, lang, budget))
-    short = DECISION_SHORT.get(decision)
-    label = (short[1] if lang == "zh" else short[0]) if short else decision
+    label = DECISION_SHORT[decision][lang == "zh"] if decision in DECISION_SHORT else decision
     return {"decision": decision, "label": label, "words": words}
 
 
@@ -270,22 +268,16 @@ def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
 
 BUDGET_COLUMNS = ("col_id", "col_part", "col_n", "col_needed", "col_extra", "col_seed_cost",
                   "col_minutes", "col_arms")
-VERDICT_ORDER = ("confirmed", "conditional", "mixed", "refuted", "contradicted-at-this-scale",
-                 "not-reproduced-at-this-scale", "inconclusive", "run", "untestable-here",
-                 "missing-results")
+# The verdicts as the ledger explains and counts them: the palette's order (an error is none).
+VERDICT_ORDER = tuple(v for v in VERDICT_STYLES if v != "error")
 
 
 def verdict_counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
     """{verdicts: [(verdict, count)] in VERDICT_ORDER, errors: checks that raised}."""
-    counts: dict[str, int] = {}
-    errors = 0
-    for r in ledger:
-        if r.get("error"):  # a check that raised has no verdict, whatever its placeholder
-            errors += 1
-        else:
-            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    # a check that raised has no verdict, whatever its placeholder
+    counts = Counter(r["verdict"] for r in ledger if not r.get("error"))
     return {"verdicts": [(v, counts[v]) for v in VERDICT_ORDER if v in counts],
-            "errors": errors}
+            "errors": sum(bool(r.get("error")) for r in ledger)}
 
 
 def provenance_words(ledger: list[dict[str, Any]], lang: str) -> str:
@@ -332,14 +324,14 @@ def figure_caption(key: str, doc: dict[str, Any], lang: str) -> str:
     if key == "norm_cost":
         data = _suite_data(doc, "norm-cost")
         kernels, step = bool(data.get("ratios")), bool(data.get("step_time"))
-        return caption("norm_cost" if kernels and step else
-                       "norm_cost:kernels" if kernels else "norm_cost:step", lang)
+        return t("norm_cost" if kernels and step else
+                 "norm_cost:kernels" if kernels else "norm_cost:step", lang, CAPTIONS)
     if key == "rope_relative_error":
         dtypes = rope_dtypes(doc)
         if dtypes in ([], ["float64"]):
-            return caption("rope_relative_error:float64", lang)
-        return caption(key, lang).format(dtypes=", ".join(dtypes))
-    return caption(key, lang)
+            return t("rope_relative_error:float64", lang, CAPTIONS)
+        return t(key, lang, CAPTIONS).format(dtypes=", ".join(dtypes))
+    return t(key, lang, CAPTIONS)
 
 
 def rope_dtypes(doc: dict[str, Any]) -> list[str]:
@@ -425,11 +417,9 @@ def _ffn(doc: dict[str, Any], lang: str) -> dict[str, Any]:
 
 def _norm(doc: dict[str, Any], lang: str) -> dict[str, Any]:
     norm = doc["normalization"]
-    names = {k: t(f"t_{k}", lang) for k in ("shift", "positive_scale", "negative_scale",
-                                             "per_channel_scale")}
     yes, no = t("yes", lang), t("no", lang)
     # each judgement beside the deviation and the tolerance that made it
-    rows = [[names.get(r["transform"], r["transform"]), r["norm"], eps,
+    rows = [[t(f"t_{r['transform']}", lang), r["norm"], eps,
              yes if r["invariant"] else no, r["max_deviation"], yes if r["sign_flip"] else no,
              r["sign_flip_deviation"], r["tolerance"]]
             for eps, table_rows in norm["shift_scale"].items() for r in table_rows]

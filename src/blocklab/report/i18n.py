@@ -26,12 +26,8 @@ FINDING_WORDS = _TABLES["FINDING_WORDS"]
 TERM_TEXT = {part: _TABLES[f"TERM_{part.upper()}"] for part in ("names", "words", "meanings")}
 
 
-def t(key: str, lang: str) -> str:
-    """The string `key` in `lang` ("en" or "zh")."""
-    en, zh = STRINGS[key]
-    return zh if lang == "zh" else en
-
-
-def caption(key: str, lang: str) -> str:
-    en, zh = CAPTIONS[key]
+def t(key: str, lang: str, table: dict[str, tuple[str, str]] = STRINGS) -> str:
+    """The string `key` of `table` (STRINGS, or CAPTIONS for a figure's) in `lang` ("en" or
+    "zh")."""
+    en, zh = table[key]
     return zh if lang == "zh" else en

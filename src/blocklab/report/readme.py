@@ -155,14 +155,10 @@ def _check_args(args: argparse.Namespace) -> RunRequest:
 
 
 def _how(args: argparse.Namespace) -> str:
-    how = f"python -m blocklab.report.readme README.md --size {args.size}"
-    if args.results != "runs":
-        how += f" --results {args.results}"
-    if args.commit:
-        how += f" --commit {args.commit}"
-    if args.allow_missing:
-        how += " --allow-missing"
-    return how
+    return "".join([f"python -m blocklab.report.readme README.md --size {args.size}",
+                    f" --results {args.results}" if args.results != "runs" else "",
+                    f" --commit {args.commit}" if args.commit else "",
+                    " --allow-missing" if args.allow_missing else ""])
 
 
 def run(argv: list[str] | None = None) -> None:
@@ -198,19 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run([a for a in args if a != "--debug"])
     except (InputError, RuntimeError, OSError) as err:
-        print(f"error: {_one_line(err)}", file=sys.stderr)
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2 if isinstance(err, InputError) else 1
     except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback with --debug
         if debug:
             raise
-        print(f"internal error (a bug in blocklab): {type(err).__name__}: {_one_line(err)}; "
-              "run again with --debug for the traceback", file=sys.stderr)
+        print(f"internal error (a bug in blocklab): {type(err).__name__}: "
+              f"{' '.join(str(err).split())}; run again with --debug for the traceback",
+              file=sys.stderr)
         return 1
     return 0
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())
 
 
 if __name__ == "__main__":
