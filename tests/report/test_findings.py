@@ -99,46 +99,43 @@ def everything(no_training) -> list[ClaimResult]:
     return [*no_training, *experiments().values()]
 
 
-def test_the_claims_that_need_no_training_are_counted_and_the_wrong_ones_named(no_training):
+def test_the_claims_that_need_no_training_are_counted_and_read_from_their_evidence(
+        no_training):
+    """The count names the wrong ones; the FFN shares are the counts in the evidence (and one
+    left out leaves its neighbour's clause standing); the wrong pairings say what holds."""
+    by_id = {r.id: r for r in no_training}
     wrong = [r.id for r in no_training if r.verdict == "refuted"]
     hold = sum(r.verdict == "confirmed" for r in no_training)
     assert wrong, "the pages have wrong arithmetic or configs: the sentence must name them"
-    text = findings(no_training, "en").sentences[0].text
-    assert text.startswith(f"Of the {len(NO_TRAINING)} claims that need no training")
-    assert f"{hold} hold and {len(wrong)} are wrong ({', '.join(wrong)})" in text
+    found = findings(no_training, "en")
+    assert found.sentences[0].text.startswith(
+        f"Of the {len(NO_TRAINING)} claims that need no training")
+    assert f"{hold} hold and {len(wrong)} are wrong ({', '.join(wrong)})" in found.sentences[0].text
     zh = findings(no_training, "zh").sentences[0].text
     assert f"{hold} 条成立，{len(wrong)} 条有误（{'、'.join(wrong)}）" in zh
-
-
-def test_ffn_shares_are_the_counts_in_the_evidence(no_training):
-    by_id = {r.id: r for r in no_training}
     flops = by_id["C23"].evidence["gflops"]
     prefill = f"{100 * flops['ffn'] / flops['total']:.1f}%"
     layer = by_id["C15"].evidence["meta_llama_3_8b"]
     weights = f"{100 * layer['ffn'] / layer['matrices']:.1f}%"
     example = by_id["C15"].evidence["page_example"]
     page_example = f"{100 * example['ffn'] / example['matrices']:.1f}%"
-    found = findings(no_training, "en")
     (text,) = citing(found, "C23")
     assert f"does {prefill} of a prefill's FLOPs, not the page's 99%" in text
     assert f"holds {weights} of a layer's weights, not the {page_example}" in text
     use = {u.claim: u.value for u in found.use}
     assert use["C23"] == prefill and use["C15"] == weights
+    c34 = by_id["C34"]
+    refuted = [p for p in c34.parts if p.verdict == "refuted"]
+    checkable = [p for p in c34.parts if p.verdict != "untestable-here"]
+    (text,) = citing(found, "C34")
+    assert text.startswith(f"{len(refuted)} of the {len(checkable)} pairings")
+    for part in refuted:  # the check's reason names what holds instead
+        assert part.reason in text
     # C23 left out: its neighbour's clause stands alone
     found = findings([r for r in no_training if r.id != "C23"], "en")
     assert not citing(found, "C23") and "C23" not in {u.claim for u in found.use}
     (text,) = citing(found, "C15")
     assert text.startswith("Llama-3-8B's FFN holds") and "(C15)." in text
-
-
-def test_the_wrong_pairings_say_what_holds_instead(no_training):
-    c34 = next(r for r in no_training if r.id == "C34")
-    wrong = [p for p in c34.parts if p.verdict == "refuted"]
-    checkable = [p for p in c34.parts if p.verdict != "untestable-here"]
-    (text,) = citing(findings(no_training, "en"), "C34")
-    assert text.startswith(f"{len(wrong)} of the {len(checkable)} pairings")
-    for part in wrong:  # the check's reason names what holds instead
-        assert part.reason in text
 
 
 def test_each_training_number_is_its_parts_estimate():

@@ -25,6 +25,8 @@ from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICTS
 from blocklab.experiments.suites import SUITE_MODULES
 from blocklab.report.build import decision_budget, ladders
 from blocklab.report.figures import (
+    FIGURES,
+    Figure,
     experimental_rows,
     fig_forest,
     fig_ledger_overview,
@@ -550,7 +552,8 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
     found = _ladder_doc(tmp_path, monkeypatch, json.dumps({"rungs": rungs, "seed_offset": 0}))
     assert [r["precision"] for r in found["C16"]["rungs"]] == ["bf16"] * 4
     page = {**doc, "ladders": found}
-    figures = {k: v for k, v in make_figures(page).items() if k == "ladder_C16"}
+    draw, command = FIGURES["ladder_C16"]  # that figure alone, not every forest plot too
+    figures = {"ladder_C16": Figure("ladder_C16", draw(page), command(page))}
     assert figures["ladder_C16"].png.startswith(b"\x89PNG")
     assert figures["ladder_C16"].command == f"blocklab ladder C16 --results {tmp_path}"
     for lang, heading, trend in (

@@ -84,19 +84,15 @@ BOTH = (f"before\n{FINDINGS_START}\nSTALE\n{FINDINGS_END}\nmiddle\n{START}\nSTAL
         "after\n")
 
 
-def test_update_readme_replaces_only_the_blocks(tmp_path, every_claim):
+def test_update_readme_replaces_only_the_blocks_the_findings_linked_to_their_claims(
+        tmp_path, every_claim):
     path, rows = _readme(tmp_path), every_claim
     update_readme(path, rows, "cmd")
     text = path.read_text(encoding="utf-8")
     assert text.startswith("before\n") and text.endswith("after\n") and "STALE" not in text
     assert "\nmiddle\n" in text and text.index(FINDINGS_END) < text.index(START)
-    assert verdict_table(rows) in text and findings_block(rows) in text
-
-
-def test_the_findings_block_is_the_reports_findings_linked_to_their_claims(every_claim):
-    rows = every_claim
-    found = findings(rows, "en")
-    block = findings_block(rows)
+    block, found = findings_block(rows), findings(rows, "en")
+    assert verdict_table(rows) in text and block in text
     items = [line for line in block.splitlines() if line.startswith("- ")]
     assert len(items) == len(found.sentences) >= 1
     for line, sentence in zip(items, found.sentences, strict=True):
