@@ -37,11 +37,7 @@ from blocklab.errors import CheckpointError, ConfigError, InputError
 from blocklab.interop.hf_config import HF_LLAMA_FAMILY, from_hf, to_hf
 from blocklab.jsonio import atomic_path, read_json, write_atomic
 from blocklab.nn.model import DecoderLM
-from blocklab.nn.position import (
-    LAYOUTS,
-    permute_half_split_to_interleaved,
-    permute_interleaved_to_half_split,
-)
+from blocklab.nn.position import LAYOUTS, permute_rotary_rows
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -208,19 +204,20 @@ def _warn_non_finite(tensors: dict[str, Tensor], path: Path) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
-def _relayout_qk(tensors: dict[str, Tensor], cfg: ModelConfig, permute) -> None:
-    """Apply a q/k row permutation in place to every q/k projection weight, bias and QK-norm
-    gain (the gain is per channel of head_dim, so it moves with the channels)."""
+def _relayout_qk(tensors: dict[str, Tensor], cfg: ModelConfig, to: str) -> None:
+    """Reorder in place the rows of every q/k projection weight and bias and QK-norm gain into
+    the RoPE layout `to` (the gain is per channel of head_dim, so it moves with the channels)."""
     for name, tensor in list(tensors.items()):
         match = re.fullmatch(r"layers\.\d+\.attention\.(q|k)_(proj|norm)\.(weight|bias)", name)
         if match is None:
             continue
         which, kind, _ = match.groups()
         if kind == "norm":
-            tensors[name] = permute(tensor[:, None], 1, cfg.head_dim, cfg.rotary_dim)[:, 0]
+            tensors[name] = permute_rotary_rows(tensor[:, None], 1, cfg.head_dim, to,
+                                                cfg.rotary_dim)[:, 0]
         else:
             heads = cfg.n_heads if which == "q" else cfg.n_kv_heads
-            tensors[name] = permute(tensor, heads, cfg.head_dim, cfg.rotary_dim)
+            tensors[name] = permute_rotary_rows(tensor, heads, cfg.head_dim, to, cfg.rotary_dim)
 
 
 def _unpacked(tensors: dict[str, Tensor], cfg: ModelConfig) -> dict[str, Tensor]:
@@ -288,9 +285,7 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
     if cfg.tie_embeddings:  # tied checkpoints usually omit lm_head; a stored one must agree
         _check_tied_head(tensors, config_path)
     if layout != rope_layout:
-        permute = (permute_interleaved_to_half_split if layout == "interleaved"
-                   else permute_half_split_to_interleaved)
-        _relayout_qk(tensors, cfg, permute)
+        _relayout_qk(tensors, cfg, rope_layout)
 
     # Names and shapes are checked on a model without storage, before memory is spent on one
     # that a mistaken config (a vocabulary of millions against a small checkpoint) makes huge.
@@ -334,7 +329,7 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
     cfg = model.config
     tensors = _unpacked({name: t.detach() for name, t in model.state_dict().items()}, cfg)
     if cfg.rope_layout == "interleaved":
-        _relayout_qk(tensors, cfg, permute_interleaved_to_half_split)
+        _relayout_qk(tensors, cfg, "half_split")
         cfg = cfg.replace(rope_layout="half_split")
     hf_config = to_hf(cfg, model_type)  # raises before anything is written
     hf_config["torch_dtype"] = str(tensors["embed_tokens.weight"].dtype).removeprefix("torch.")

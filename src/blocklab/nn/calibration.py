@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import torch
 
 from blocklab.errors import InputError
+from blocklab.jsonio import write_atomic
 
 MODES = ("measure", "static")
 ROUNDS = 5
@@ -132,10 +132,6 @@ def _read(path: Path) -> dict | None:
 
 def _write(path: Path, value: dict) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp",
-                                         delete=False) as handle:
-            json.dump(value, handle, indent=1)
-        os.replace(handle.name, path)
+        write_atomic(path, json.dumps(value, indent=1))
     except OSError:
         pass  # a read-only cache costs a measurement per process, never a wrong answer

@@ -45,12 +45,15 @@ SWIGLU_SCHEMES = ("separate-per-row", "separate-per-tensor", "merged-per-row",
                   "merged-per-tensor")
 
 
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InputError(f"{name}={value!r} is not allowed; expected one of {list(allowed)}")
+
+
 # --- the maths ---
 def int8_scale(w: Tensor, granularity: str) -> Tensor:
     """Scale(s) of `w` [n_out, n_in]: [1, 1] per-tensor or [n_out, 1] per-row, float32."""
-    if granularity not in GRANULARITIES:
-        raise InputError(f"granularity={granularity!r} is not allowed; expected one of "
-                         f"{list(GRANULARITIES)}")
+    _check_choice("granularity", granularity, GRANULARITIES)
     w = w.float()
     amax = w.abs().amax() if granularity == "per-tensor" else w.abs().amax(dim=1)
     amax = amax.reshape(1, 1) if granularity == "per-tensor" else amax.reshape(-1, 1)
@@ -89,9 +92,7 @@ def quantize_swiglu(gate: Tensor, up: Tensor, down: Tensor,
 
     down reads the hidden [.., m], not x: it is quantized on its own at that granularity.
     """
-    if scheme not in SWIGLU_SCHEMES:
-        raise InputError(f"scheme={scheme!r} is not allowed; expected one of "
-                         f"{list(SWIGLU_SCHEMES)}")
+    _check_choice("scheme", scheme, SWIGLU_SCHEMES)
     how, granularity = scheme.split("-", 1)
     if how == "separate":
         return (fake_quantize(gate, granularity), fake_quantize(up, granularity),
@@ -141,11 +142,8 @@ def quiet_torchao_import() -> Iterator[None]:
 def torchao_config(mode: str, granularity: str = "per-row"):
     """torchao's config for `mode`, weights at `granularity`; `set_inductor_config` off, as it
     would change torch.compile's settings for every model in this process."""
-    if mode not in MODES:
-        raise InputError(f"mode={mode!r} is not allowed; expected one of {list(MODES)}")
-    if granularity not in GRANULARITIES:
-        raise InputError(f"granularity={granularity!r} is not allowed; expected one of "
-                         f"{list(GRANULARITIES)}")
+    _check_choice("mode", mode, MODES)
+    _check_choice("granularity", granularity, GRANULARITIES)
     with quiet_torchao_import():
         from torchao.quantization import (
             Int8DynamicActivationInt8WeightConfig,
@@ -170,8 +168,7 @@ def part_of(name: str) -> str | None:
 
 def linear_filter(part: str) -> Callable[[nn.Module, str], bool]:
     """torchao `filter_fn`: True for the nn.Linear layers of `part` ("ffn", "attention", "all")."""
-    if part not in PARTS or part == "none":
-        raise InputError(f"part={part!r} is not allowed; expected one of {list(PARTS[1:])}")
+    _check_choice("part", part, PARTS[1:])
     wanted = ("ffn", "attention") if part == "all" else (part,)
     return lambda module, name: isinstance(module, nn.Linear) and part_of(name) in wanted
 

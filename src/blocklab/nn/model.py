@@ -176,13 +176,12 @@ class DecoderLM(nn.Module):
         self.backend = backends.check_backend(backend)
         self.precision = check_precision(precision)
         self.config = config
-        impl = backend
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
         self.position = build_position(config)
-        self.embed_norm = build_norm_for(config, impl=impl) if config.embed_norm else None
-        self.layers = nn.ModuleList(build_block(config, packed_gate_up, packed_qkv, impl, i)
+        self.embed_norm = build_norm_for(config, impl=backend) if config.embed_norm else None
+        self.layers = nn.ModuleList(build_block(config, packed_gate_up, packed_qkv, backend, i)
                                     for i in range(config.n_layers))
-        self.norm = build_norm_for(config, impl=impl) if config.final_norm else nn.Identity()
+        self.norm = build_norm_for(config, impl=backend) if config.final_norm else nn.Identity()
         self.lm_head = Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)
         if config.tie_embeddings:

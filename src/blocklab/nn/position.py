@@ -235,9 +235,18 @@ class RotaryEmbedding(nn.Module):
         )
 
 
-def _pair_permutation(
-    weight: Tensor, n_heads: int, head_dim: int, rotary_dim: int | None, to_half_split: bool
-) -> Tensor:
+def permute_rotary_rows(weight: Tensor, n_heads: int, head_dim: int, to: str,
+                        rotary_dim: int | None = None) -> Tensor:
+    """Reorder q or k projection rows into the RoPE layout `to` from the other one.
+
+    Within each head, half-split row ``c * r/2 + i`` is interleaved row ``2i + c`` (c in {0, 1}),
+    so each rotated pair moves together and q·k is unchanged; rows ``r:`` stay. Hugging Face's
+    ``convert_llama_weights_to_hf.py`` applies the move to half-split to Meta checkpoints.
+
+    weight: [n_heads * head_dim, ...] (a weight [n_heads * head_dim, d_model] or a bias).
+    Returns a tensor of the same shape.
+    """
+    _check_layout(to)
     r = head_dim if rotary_dim is None else rotary_dim
     if r < 2 or r % 2 or r > head_dim:
         raise InputError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {r}")
@@ -248,35 +257,10 @@ def _pair_permutation(
         )
     rest = weight.shape[1:]
     w = weight.reshape(n_heads, head_dim, *rest)
-    rot = w[:, :r]
-    if to_half_split:  # row 2i + c -> row c * r/2 + i
-        rot = rot.reshape(n_heads, r // 2, 2, *rest).transpose(1, 2)
-    else:  # row c * r/2 + i -> row 2i + c
-        rot = rot.reshape(n_heads, 2, r // 2, *rest).transpose(1, 2)
+    pairs = (r // 2, 2) if to == "half_split" else (2, r // 2)  # the rows' current order
+    rot = w[:, :r].reshape(n_heads, *pairs, *rest).transpose(1, 2)
     w = torch.cat((rot.reshape(n_heads, r, *rest), w[:, r:]), dim=1)
     return w.reshape(weight.shape)
-
-
-def permute_interleaved_to_half_split(
-    weight: Tensor, n_heads: int, head_dim: int, rotary_dim: int | None = None
-) -> Tensor:
-    """Reorder q or k projection rows from the interleaved to the half-split RoPE layout.
-
-    Within each head, output row ``c * r/2 + i`` is input row ``2i + c`` (c in {0, 1}), so each
-    rotated pair moves together and q·k is unchanged; rows ``r:`` stay. Hugging Face's
-    ``convert_llama_weights_to_hf.py`` applies this to Meta checkpoints.
-
-    weight: [n_heads * head_dim, ...] (a weight [n_heads * head_dim, d_model] or a bias).
-    Returns a tensor of the same shape.
-    """
-    return _pair_permutation(weight, n_heads, head_dim, rotary_dim, to_half_split=True)
-
-
-def permute_half_split_to_interleaved(
-    weight: Tensor, n_heads: int, head_dim: int, rotary_dim: int | None = None
-) -> Tensor:
-    """Inverse of ``permute_interleaved_to_half_split`` (Hugging Face -> Meta row order)."""
-    return _pair_permutation(weight, n_heads, head_dim, rotary_dim, to_half_split=False)
 
 
 # --- ALiBi -----------------------------------------------------------------------------------
