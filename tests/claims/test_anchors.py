@@ -28,9 +28,7 @@ def test_shazeer_2020_at_its_own_scale_and_every_anchor_of_a_real_claim():
     for claim in ("C16", "C18", "C19", "C21", "C30", "C32"):
         assert reading(claim)
     assert anchors("C01") == [] and reading("C01") is None
-
-
-def test_the_ledger_row_carries_its_scale_and_the_papers():
+    # the ledger row carries its scale and the papers
     [c16] = [r.to_dict() for r in run_claims(["C16"])]
     assert c16["scale"]["model"] == "d 64 × 2 layers" and c16["scale"]["tokens"] == 307_200
     assert c16["scale"]["text_zh"].startswith("d 64 × 2 层")

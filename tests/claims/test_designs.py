@@ -90,9 +90,7 @@ def test_pocock_reads_its_first_look_at_a_larger_level_than_obf():
         assert sum(look_level(rule, n) for n in rule.schedule) == pytest.approx(ALPHA)
         assert sum(look_level(rule, n, ALPHA / 3) for n in rule.schedule) == pytest.approx(
             ALPHA / 3)
-
-
-def test_a_fixed_design_has_one_look_at_max_seeds():
+    # a fixed design has one look, at max_seeds
     fixed = Rule("m", 0.5, 0.25, 4, 1.0, max_seeds=8, spending="fixed")
     assert fixed.schedule == (8,) and fixed.min_seeds == 4
     assert fixed.next_look(4) == 8 and fixed.next_look(8) is None

@@ -144,11 +144,6 @@ def test_a_rung_without_results_leaves_the_trend_and_the_axis_to_the_others(stor
     assert "a trend with the rung as its unit needs three" in line
 
 
-def test_only_a_claim_with_a_ladder_is_read():
-    with pytest.raises(InputError, match="claim 'C36' has no ladder"):
-        read_ladder("C36", ".", {})
-
-
 def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, tmp_path):
     """C21's "RoPE works at 2×" (at most 5%): growing ~2 points a rung, the line moves away
     and reaches 5 near 1.5 rungs; no precision check (C16's alone)."""
@@ -188,6 +183,9 @@ def test_the_side_a_trend_moves_towards_by_hand():
     assert towards(rules["learned absolute (learned-16L) collapses at 2×"]) == 1.0
     assert towards(registered("C16", "quick")["swiglu"]) == -1.0  # a gain: negative
     assert towards(registered("C18", "quick")["nearly the same quality"]) is None
+    # only a claim with a ladder is read
+    with pytest.raises(InputError, match="claim 'C36' has no ladder"):
+        read_ladder("C36", ".", {})
 
 
 def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(

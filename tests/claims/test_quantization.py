@@ -79,6 +79,9 @@ def test_c32_slower_is_never_refuted_by_its_timings():
     assert combine_c32(*parts[:2], held) == "not-reproduced-at-this-scale"
     # nothing holds and its reason is false by count: refuted, by the count alone
     assert combine_c32(*parts) == "refuted"
+    # too few repeats: inconclusive
+    parts, _ = c32_parts(_data(1.8, 1.2, n=2))
+    assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
 
 
 def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_path):
@@ -95,11 +98,6 @@ def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_
     # the text says which figure is a bound and which an estimate
     assert "the bound no FFN-only scheme can beat" in row.summary
     assert "estimates FFN-only at ×1.33" in row.summary
-
-
-def test_c32_too_few_repeats_inconclusive():
-    parts, _ = c32_parts(_data(1.8, 1.2, n=2))
-    assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
 
 
 def _log_t_interval(a, b, confidence):

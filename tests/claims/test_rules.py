@@ -89,7 +89,7 @@ def test_an_effect_rule_refuses_to_read_a_band():
                Estimate(0.0, -1.0, 1.0, 3))
 
 
-def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_to_contradict():
+def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_of_its_own_to_contradict():
     opposite = Estimate(1.5, 1.2, 1.8, 6)  # a loss 1.5% worse: beyond +δ = +1
     found = decide(RULE, opposite, fair_arms=True)
     assert found.verdict == NOT_REPRODUCED
@@ -104,9 +104,7 @@ def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_to_contradict():
     assert found.would_contradict and not near.would_contradict
     # with unfair arms no longer run could decide it: none is due
     assert not decide(RULE, opposite).would_contradict
-
-
-def test_a_longer_run_counts_for_its_own_part_only():
+    # a longer run counts for its own part only
     opposite = Estimate(1.5, 1.2, 1.8, 6)
     both = decide_parts([(RULE, opposite), (RULE, opposite)], fair_arms=True,
                         longer_run_agrees=[True, False])

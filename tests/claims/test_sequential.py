@@ -50,6 +50,25 @@ def test_the_schedule_and_its_levels_follow_the_design():
         ALPHA - stats.spent_alpha(0.8))
     fixed = Rule("m", 0.5, 0.25, 5, -1.5)
     assert fixed.schedule == (5,) and look_level(fixed, 20) == ALPHA and looks(fixed, 20) == (20,)
+    # Seeds that would decide a part are priced at that look's own level; past the design, it
+    # says so.
+    from blocklab.claims.rules import POWER, _seeds_to_decide
+
+    near = Estimate(-1.0, -2.2, 0.2, 5, 1.0)  # 0.5 from the boundary at −0.5, sd 1
+    (found,) = decide_parts([(RULE, near)])
+    assert found.verdict == INCONCLUSIVE
+    needed = found.seeds_needed
+    assert needed is not None and needed > RULE.max_seeds
+    assert f"about {needed} (past its design's 10) would decide it" in found.reason
+    # 80% power at `needed` seeds at the last share, not one fewer
+    last = look_level(RULE, 10)
+    assert stats.power(0.5, 1.0, needed, alpha=last) >= POWER
+    assert stats.power(0.5, 1.0, needed - 1, alpha=last) < POWER
+    # far from the boundary: the next look within the design decides it, at that look's level
+    m = _seeds_to_decide(RULE, 5, 1.0, 2.0, ALPHA)
+    assert 5 < m <= RULE.max_seeds
+    assert stats.power(2.0, 1.0, m, alpha=look_level(RULE, m)) >= POWER
+    assert all(stats.power(2.0, 1.0, k, alpha=look_level(RULE, k)) < POWER for k in range(6, m))
 
 
 def _claim_run(parts: list[tuple[Rule, int]], k: int, truth: float, sd: float, reps: int,
@@ -104,28 +123,6 @@ def test_parts_counted_as_one_test_keep_the_claims_error_within_alpha():
     wrong, _ = _claim_run(parts, 5, 5.0, 2.0, reps, seed=7)
     within = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
     assert 0.02 < wrong <= within
-
-
-def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
-    """Seeds that would decide a part are priced at that look's own level; past the design,
-    it says so."""
-    from blocklab.claims.rules import POWER, _seeds_to_decide
-
-    near = Estimate(-1.0, -2.2, 0.2, 5, 1.0)  # 0.5 from the boundary at −0.5, sd 1
-    (found,) = decide_parts([(RULE, near)])
-    assert found.verdict == INCONCLUSIVE
-    needed = found.seeds_needed
-    assert needed is not None and needed > RULE.max_seeds
-    assert f"about {needed} (past its design's 10) would decide it" in found.reason
-    # 80% power at `needed` seeds at the last share, not one fewer
-    last = look_level(RULE, 10)
-    assert stats.power(0.5, 1.0, needed, alpha=last) >= POWER
-    assert stats.power(0.5, 1.0, needed - 1, alpha=last) < POWER
-    # far from the boundary: the next look within the design decides it, at that look's level
-    m = _seeds_to_decide(RULE, 5, 1.0, 2.0, ALPHA)
-    assert 5 < m <= RULE.max_seeds
-    assert stats.power(2.0, 1.0, m, alpha=look_level(RULE, m)) >= POWER
-    assert all(stats.power(2.0, 1.0, k, alpha=look_level(RULE, k)) < POWER for k in range(6, m))
 
 
 def test_seed_blocks_go_to_the_arms_of_open_parts_only():
