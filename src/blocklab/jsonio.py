@@ -31,19 +31,14 @@ MAX_DEPTH = 64
 _TOO_DEEP = f"JSON nested more than {MAX_DEPTH} levels deep; a config nests a few levels"
 
 
-class _Unreadable:
-    """Stands in for a number strict JSON has no float for (NaN, ±Infinity, 1e999), so that the
-    check after parsing can say where it sits."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
+class _Unreadable(str):
+    """The text of a number strict JSON has no float for (NaN, ±Infinity, 1e999), standing in
+    for it so that the check after parsing can say where it sits."""
 
     def problem(self) -> str:
-        if self.text in ("NaN", "Infinity", "-Infinity"):
-            return f"{self.text} is not strict JSON (it has no nan, inf or -inf)"
-        return f"{self.text[:40]} is too large for a float (it would read as inf)"
+        if self in ("NaN", "Infinity", "-Infinity"):
+            return f"{self} is not strict JSON (it has no nan, inf or -inf)"
+        return f"{self[:40]} is too large for a float (it would read as inf)"
 
 
 def _float(text: str) -> float | _Unreadable:
@@ -289,14 +284,10 @@ def write_atomic(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except OSError as err:
+    except BaseException as err:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-        if err.filename is not None or err.errno is None:
-            raise
-        # A full disk or a quota says nothing of where: name the file being written.
-        raise OSError(err.errno, err.strerror, str(path)) from err
-    except BaseException:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None and err.errno is not None:
+            # A full disk or a quota says nothing of where: name the file being written.
+            raise OSError(err.errno, err.strerror, str(path)) from err
         raise
