@@ -40,6 +40,7 @@ class KernelGrid:
 
 @dataclass(frozen=True)
 class LikeShape:
+    """The like-for-like run (at the step's shape): `repeats` blocks of about `block_s`."""
 
     repeats: int
     block_s: float
