@@ -206,16 +206,11 @@ class Attention(nn.Module):
                 if bias is not None:
                     mask = bias.to(q.dtype).masked_fill(~mask, float("-inf"))
                 is_causal = False
-            y = self._sdpa(q, k, v, mask, is_causal)
+            # enable_gqa reads each key/value head once instead of materialising H copies.
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
+                                               scale=self.scale, enable_gqa=H_kv != H)
         y = y.transpose(1, 2).reshape(B, T, H * hd)  # (B, T, H·hd)
         return self.o_proj(y)
-
-    def _sdpa(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
-              is_causal: bool) -> Tensor:
-        # enable_gqa reads each key/value head once instead of materialising H copies.
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
-                                              scale=self.scale,
-                                              enable_gqa=self.n_kv_heads != self.n_heads)
 
     def _explicit(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor,
                   bias: Tensor | None) -> Tensor:
