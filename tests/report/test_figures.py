@@ -30,14 +30,10 @@ from ..claims.test_ladder import QUICK_FLOPS, _fake_rungs
 from .test_palette import REFUTED, is_red
 
 
-def _doc() -> dict:
-    return {"suites": {name: {"command": f"blocklab suite {name}", "summary": None}
-                       for name in SUITE_MODULES},
-            "rope": {"command": "blocklab verify --group rope"}}
-
-
 def test_a_figure_names_its_own_command_else_that_of_the_one_suite_listing_it():
-    doc = _doc()
+    doc = {"suites": {name: {"command": f"blocklab suite {name}", "summary": None}
+                      for name in SUITE_MODULES},
+           "rope": {"command": "blocklab verify --group rope"}}
     for name in SUITE_MODULES:
         for key in get_suite(name).figures:
             _, command = FIGURES[key]

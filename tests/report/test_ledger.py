@@ -189,7 +189,10 @@ def _pixels(png: bytes):
 
 
 # --- figures -------------------------------------------------------------------------------------
-def test_every_experimental_claim_gets_a_forest_plot(doc, drawn):
+def test_every_experimental_claim_gets_a_forest_plot_in_its_verdicts_colours(doc, drawn):
+    """A forest plot per experimental claim, each part drawn in its verdict's colour (the
+    chip's: test_one_line_per_claim_links_to_its_section_in_the_shared_words_and_colours);
+    the overview normalises by the boundary and the band."""
     assert [r["id"] for r in experimental_rows(doc)] == ["C16", "C18", "C21"]
     for cid in ("C16", "C18", "C21"):
         fig = drawn[forest_key(cid)]
@@ -199,20 +202,12 @@ def test_every_experimental_claim_gets_a_forest_plot(doc, drawn):
     overview = drawn["ledger_overview"]
     assert overview.error is None and overview.png
     assert fig_ledger_overview({**doc, "ledger": doc["ledger"][:1]}) is None
-
-
-def test_a_parts_decision_colour_is_its_chips_colour(doc):
-    """The colour a part is drawn in is its verdict's (the chip's, checked in
-    test_one_line_per_claim_links_to_its_section_in_the_shared_words_and_colours)."""
     confirmed_only = {**doc, "ledger": [row("C16", "confirmed", [
         part("swiglu", "confirmed", -1.42, -2.01, -0.83)], SUITE)]}
     seen = _pixels(fig_forest(confirmed_only, "C16"))
     assert VERDICT_STYLES["confirmed"].colour in seen
     assert VERDICT_STYLES["inconclusive"].colour not in seen
     assert VERDICT_STYLES["not-reproduced-at-this-scale"].colour not in seen
-
-
-def test_overview_normalises_by_the_boundary_and_the_band(doc):
     swiglu = doc["ledger"][1]["parts"][0]  # claimed −1.5 %, δ 0.5: the boundary at −0.5
     value, low, high = normalised(swiglu)  # the interval its decision read: [−2.31, −0.53]
     assert value == pytest.approx(1.42 / 0.5) and low == pytest.approx(0.53 / 0.5)
@@ -459,10 +454,22 @@ def test_the_introduction_says_which_rules_were_edited_and_why_the_levels_differ
     assert "the levels differ" not in ledger_section(one_level, {}, "en")
 
 
-def test_the_open_parts_are_counted_from_one_source(doc):
+def test_the_design_sentence_says_budget_looks_runs_why_it_stopped_and_what_is_open(doc):
     """The design's sentence and the box under it count the same parts: the ledger's
     inconclusive ones, which the box lists, whatever the sequential runner had open when it
     stopped (8 then; 3 now)."""
+    design = {"budget_s": 1200.0, "workers": 2, "stopped": "every part is decided",
+              "looks": [{"runs": 6}, {"runs": 4}], "still_open": [],
+              "longer": "run for C16 swiglu"}
+    text = design_words(design, "en", 0)
+    assert "registered before the data; cap: 20 min) on 2 worker processes" in text
+    assert "2 further look(s) added 10 run(s)" in text and "every part is decided" in text
+    assert "twice as long for would-be contradictions: run for C16 swiglu" in text
+    assert "still inconclusive" not in text
+    unbounded = design_words({**design, "budget_s": None}, "zh", 1)
+    assert "无，运行每一次查看" in unbounded and "仍有 1 个部分尚无定论" in unbounded
+    cut = design_words({**design, "cut": ["C16 glu to n = 8"]}, "en", 0)
+    assert "The cap cut: C16 glu to n = 8." in cut
     design = {"budget_s": None, "workers": 2, "stopped": "the cap admits 1 further look",
               "looks": [{"runs": 6}], "still_open": [{}] * 8}
     section = ledger_section({**doc, "sequential": design}, {}, "en")
@@ -512,21 +519,6 @@ def test_the_page_templates_escape_every_value(doc):
     line = part_line(part("<img src=x onerror=alert(1)>", "confirmed", -1.42, -2.01, -0.83),
                      "en")
     assert "<img" not in line and "&lt;img src=x" in line
-
-
-def test_the_design_sentence_says_budget_looks_runs_and_why_it_stopped():
-    design = {"budget_s": 1200.0, "workers": 2, "stopped": "every part is decided",
-              "looks": [{"runs": 6}, {"runs": 4}], "still_open": [],
-              "longer": "run for C16 swiglu"}
-    text = design_words(design, "en", 0)
-    assert "registered before the data; cap: 20 min) on 2 worker processes" in text
-    assert "2 further look(s) added 10 run(s)" in text and "every part is decided" in text
-    assert "twice as long for would-be contradictions: run for C16 swiglu" in text
-    assert "still inconclusive" not in text
-    unbounded = design_words({**design, "budget_s": None}, "zh", 1)
-    assert "无，运行每一次查看" in unbounded and "仍有 1 个部分尚无定论" in unbounded
-    cut = design_words({**design, "cut": ["C16 glu to n = 8"]}, "en", 0)
-    assert "The cap cut: C16 glu to n = 8." in cut
 
 
 def _c16(doc):

@@ -26,7 +26,7 @@ def is_red(colour) -> bool:
     return min(hue, 1 - hue) * 360 <= 15 and saturation >= 0.5 and value >= 0.35
 
 
-def test_no_two_verdicts_share_a_colour_and_red_is_refuteds_alone():
+def test_no_two_verdicts_or_arms_of_a_figure_share_a_colour_and_red_is_refuteds():
     colours = [style.colour for style in VERDICT_STYLES.values()]
     assert len(set(colours)) == len(colours)
     assert is_red(REFUTED)
@@ -34,9 +34,7 @@ def test_no_two_verdicts_share_a_colour_and_red_is_refuteds_alone():
               figures.EFFECT_COLOUR]
     assert [c for c in others if is_red(c) and c != REFUTED] == []
     assert CLAIM_SHADE not in colours
-
-
-def test_every_arm_the_suites_name_has_a_colour_distinct_within_its_figures():
+    # every arm the suites name has a colour, distinct within the figures that draw it
     ffns = [*FFNS, "plain", "gated"]
     positions = [*POSITIONS, *(s for s in ROPE_SCALING_TYPES if s != "default"),
                  "yarn-rescaled"]

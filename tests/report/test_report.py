@@ -106,8 +106,8 @@ def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(tiny_re
         f'href="#claim-{u["claim"]}"' in opening for u in doc["findings"]["en"]["use"])
 
 
-def test_every_statistical_term_is_defined_at_its_first_use_in_each_section(tiny_report,
-                                                                            zh_page):
+def test_every_statistical_term_is_defined_at_its_first_use_and_the_chinese_page_whole(
+        tiny_report, zh_page):
     for lang, page in (("en", tiny_report[0].read_text(encoding="utf-8")), ("zh", zh_page)):
         uses = first_uses(page, lang)
         plain = sorted(k for k, defined in uses.items() if not defined)
@@ -118,6 +118,18 @@ def test_every_statistical_term_is_defined_at_its_first_use_in_each_section(tiny
                                             "seed", "inconclusive"}
     ids = set(re.findall(r'id="term-([a-z]+)"', page))
     assert ids == {t.key for t in TERMS}
+    # the Chinese page's headings and findings, every claim still citing its page file and
+    # the section heading as written on the page
+    doc, page = tiny_report[1], zh_page
+    assert '<html lang="zh-CN">' in page
+    for heading in ("两个页面说对与说错了什么", "可以直接用的结论", "论断账本", "逐条论断",
+                    "前馈网络", "归一化", "位置编码", "部署", "目录", "术语"):
+        assert heading in page
+    for sentence in doc["findings"]["zh"]["sentences"]:  # the findings, in Chinese
+        assert sentence["text"][:12] in page
+    assert "成立" in page and "复现命令" in page
+    for source in claim_sources().values():
+        assert source["page"] in page and source["section"] in page
 
 
 def test_a_number_shown_twice_comes_from_one_source_and_a_table_names_its_claims(tiny_report):
@@ -170,20 +182,6 @@ def test_captions_name_only_what_the_figure_draws(tiny_report):
     assert ("by dtype" in shown) == (len(dtypes) > 1)
     for dtype in ("float16", "bfloat16", "float32"):
         assert (f"{dtype}," in shown or f"{dtype})" in shown) == (dtype in dtypes), dtype
-
-
-def test_chinese_headings_and_captions(tiny_report, zh_page):
-    doc, page = tiny_report[1], zh_page
-    assert '<html lang="zh-CN">' in page
-    for heading in ("两个页面说对与说错了什么", "可以直接用的结论", "论断账本", "逐条论断",
-                    "前馈网络", "归一化", "位置编码", "部署", "目录", "术语"):
-        assert heading in page
-    for sentence in doc["findings"]["zh"]["sentences"]:  # the findings, in Chinese
-        assert sentence["text"][:12] in page
-    assert "成立" in page and "复现命令" in page
-    # every claim still cites its page file and the section heading as written on the page
-    for source in claim_sources().values():
-        assert source["page"] in page and source["section"] in page
 
 
 def test_missing_results_name_the_command_and_a_tiny_report_says_it_is_a_smoke_test(

@@ -66,8 +66,7 @@ def define_terms(page: str, lang: str) -> str:
                 while stack and stack.pop()[0] != name:
                     pass
                 continue
-            leave = (name in _LEAVE or bool(_CHIP.search(token))
-                     or 'id="terms"' in token)
+            leave = name in _LEAVE or bool(_CHIP.search(token)) or 'id="terms"' in token
             stack.append((name, leave, set() if name in _SCOPES else None))
             continue
         if not inside or any(leave for _, leave, _ in stack):
