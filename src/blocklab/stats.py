@@ -11,6 +11,7 @@ bad input raises `InputError` naming the value. Every function is pure.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -183,14 +184,7 @@ def seeds_needed(effect: float, sd: float, power: float = 0.8, alpha: float = 0.
 
     if not enough(max_n):
         return None
-    low, high = 1, max_n  # invariant: n = low falls short (n = 1 has no test), n = high suffices
-    while high - low > 1:
-        mid = (low + high) // 2
-        if enough(mid):
-            high = mid
-        else:
-            low = mid
-    return high
+    return bisect.bisect_left(range(2, max_n + 1), True, key=enough) + 2  # enough rises with n
 
 
 # --- alpha spending over the looks of a sequential design ---------------------------------------
