@@ -200,11 +200,10 @@ class ModelConfig:
     # --- JSON ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        # Fields added after run ids (hashes of this dict) were first issued are left out at
-        # their default, so the ids of earlier runs stay what they were.
-        for name, default in _ADDED_FIELDS.items():
-            if data[name] == default:
-                del data[name]
+        # layer_types came after run ids (hashes of this dict) were first issued: left out at
+        # its default, so the ids of earlier runs stay what they were.
+        if data["layer_types"] is None:
+            del data["layer_types"]
         return data
 
     @classmethod
@@ -225,9 +224,6 @@ class ModelConfig:
             data["layer_types"] = self.layer_types[:cut]
         data.update(changes)
         return ModelConfig.from_dict(data)
-
-
-_ADDED_FIELDS: dict[str, Any] = {"layer_types": None}
 
 
 # Each field's rule, (check, what is expected). `__post_init__` checks the sizes and flags, then
