@@ -223,10 +223,6 @@ def _c12(r: ClaimResult, lang: str) -> str:
     return say(TEXT["C12"], lang, depth=r.evidence["depth"], est=_est(top), init=init)
 
 
-def _c13(r: ClaimResult, lang: str) -> str:
-    return say(TEXT["C13"], lang, est=_est(r.parts[0]))
-
-
 def _c14(r: ClaimResult, lang: str) -> str:
     checks = r.evidence["checks"]
     return say(TEXT["C14"], lang, worst=max(c["max_error"] for c in checks), n=len(checks))
@@ -331,13 +327,6 @@ def _c31(r: ClaimResult, lang: str) -> str:
                sdpa=_num(sdpa))
 
 
-def _c33(r: ClaimResult, lang: str) -> str:
-    if len(r.parts) < 2:
-        return _tally(r, lang)
-    return say(TEXT["C33"], lang, row=_value(r.parts[0]).lstrip("+"),
-               tensor=_est(r.parts[1], "%"))
-
-
 def _c34(r: ClaimResult, lang: str) -> str:
     said = [p["verdict"] for p in r.evidence["pairings"]]
     return say(TEXT["C34"], lang, held=said.count("holds"),
@@ -369,7 +358,12 @@ NAMED: dict[str, dict[str, tuple[str, Callable[[Part], str]]]] = {
     "C18": {"norm": ("the norm needs about 7% fewer FLOPs", _count),
             "step": ("a training step needs about 7% fewer FLOPs", _count),
             "quality": ("nearly the same quality", _est)},
+    "C13": {"est": ("warmup interaction (the finding; nothing is claimed)", _est)},
     "C19": {"est": ("pre-norm trains without warmup", _est)},
+    "C33": {"row": ("merging gate|up with per-row scales equals separate quantization",
+                    lambda part: _value(part).lstrip("+")),
+            "tensor": ("one per-tensor scale for gate|up costs FFN output quality beyond δ",
+                       _pct)},
     "C36": {"est": ("pre-norm block Jacobian ≈ I at initialisation (gradient ≈ 1)", _est)},
     "C37": {"sliced": ("slicing an ordinary FFN to m/2 is worse than nested training there",
                        _pct),
@@ -388,7 +382,7 @@ def _named_clause(r: ClaimResult, lang: str) -> str:
 FOUND: dict[str, Callable[[ClaimResult, str], str]] = {
     **dict.fromkeys(GOT, _got_clause), **dict.fromkeys(QUOTED, _quoted_clause),
     **dict.fromkeys(NAMED, _named_clause), "C04": _c04, "C06": _all_checks,
-    "C07": _all_checks, "C08": _c08, "C12": _c12, "C13": _c13, "C14": _c14, "C17": _c17,
+    "C07": _all_checks, "C08": _c08, "C12": _c12, "C14": _c14, "C17": _c17,
     "C20": _c20, "C21": _c21, "C22": _c22, "C24": _c24, "C25": _c25, "C26": _c26, "C27": _c27,
-    "C28": _c28, "C29": _c29, "C30": _c30, "C31": _c31, "C33": _c33, "C34": _c34, "C35": _c35,
+    "C28": _c28, "C29": _c29, "C30": _c30, "C31": _c31, "C34": _c34, "C35": _c35,
 }

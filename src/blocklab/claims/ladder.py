@@ -218,7 +218,9 @@ def ladder_dict(ladder: Ladder) -> dict:
             "error": None if res is None else res.error,
             "parts": [] if res is None else [p.to_dict() for p in res.parts]})
     rules = registered(ladder.claim, "quick")
-    trends = [{"part": t.part, "boundary": t.boundary, "band": _band(rules[t.part]),
+    bands = {name: [r.claimed - r.margin, r.claimed + r.margin] if r.test == "equivalence"
+             else None for name, r in rules.items()}
+    trends = [{"part": t.part, "boundary": t.boundary, "band": bands[t.part],
                "unit": part_unit(ladder.claim, rules[t.part]),
                "fit": None if t.fit is None else t.fit.to_dict(),
                "meeting": None if t.meeting is None else t.meeting.to_dict(),
@@ -309,13 +311,6 @@ def lr_rule(claim_id: str) -> str:
     base = POSITION_SIZES[rule.BASE].train.lr_grid.base
     return (f"every arm at the registered lr {base[len(base) // 2]:g} at every rung (each "
             "part compares an arm with itself; no tuning)")
-
-
-def _band(part_rule: Rule) -> list[float] | None:
-    """[claimed − margin, claimed + margin] for an equivalence, else None."""
-    if part_rule.test != "equivalence":
-        return None
-    return [part_rule.claimed - part_rule.margin, part_rule.claimed + part_rule.margin]
 
 
 _DIRECTION: dict[str, Template] = WORDING["DIRECTION"]

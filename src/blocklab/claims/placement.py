@@ -182,16 +182,14 @@ def c12(ctx: Context) -> Finding:
 
 def _effect(data: PlacementData) -> PlacementEffect | None:
     """The contrast C13 and C19 are graded on: the deepest depth, then the longest warmup."""
-    if not data.effects:
-        return None
-    return max(data.effects, key=lambda e: (e.depth, e.warmup))
+    return max(data.effects, key=lambda e: (e.depth, e.warmup), default=None)
 
 
 def stable_effect(data: PlacementData, grid: str) -> StabilityEffect | None:
     """The largest-stable-lr contrasts of `grid` ("sweep": C13 and C19; "deep": C36) at its
     deepest depth."""
-    found = [e for e in data.stability_effects if e.grid == grid]
-    return max(found, key=lambda e: (e.depth, e.warmup)) if found else None
+    return max((e for e in data.stability_effects if e.grid == grid),
+               key=lambda e: (e.depth, e.warmup), default=None)
 
 
 def stability_text(data: PlacementData, grid: str, depth: int, lang: str = "en") -> str:
