@@ -136,14 +136,11 @@ def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
 def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change, word):
     from blocklab.experiments.suites.ffn.summary import FfnTrendPoint
 
-    arms = {name: _ffn_arm(ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
     trend = [FfnTrendPoint(d, 1000 * d, ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})
              for d in (32, 64)]
-    row = graded(tmp_path, "ffn", FfnData(
-        arms=arms, seeds=5, steps=100, init="fan_in", lr_grid=[3e-3, 1e-2, 3e-2], lr_trials=[],
-        lr_at_edge=[], sensitivity=SENSITIVITY, trend=trend, trend_change=change,
-        warmup_steps=10, unigram_entropy=None, baseline="relu", page={}, equal_time_ms=None,
-        size={"d_model": 64}), "C16")["C16"]
+    gain = ci(-1.0, -2.0, 0.5, 5)
+    data = dataclasses.replace(_ffn_data(gain, gain, gain), trend=trend, trend_change=change)
+    row = graded(tmp_path, "ffn", data, "C16")["C16"]
     assert f"the advantage {word} with size here" in row.summary
     assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]
 
