@@ -78,10 +78,7 @@ def test_meta_interleaved_checkpoint_two_ways(family, tmp_path):
                  "q_norm": 1, "k_norm": 1}
         for part, n in heads.items():
             if f".{part}." in name:
-                t = tensors[name]
-                t = t[:, None] if t.dim() == 1 and part.endswith("norm") else t
-                t = permute_rotary_rows(t, n, head_dim, "interleaved")
-                tensors[name] = t[:, 0] if part.endswith("norm") else t
+                tensors[name] = permute_rotary_rows(tensors[name], n, head_dim, "interleaved")
     save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
 
     ids = tiny_ids()

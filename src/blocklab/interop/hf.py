@@ -212,12 +212,8 @@ def _relayout_qk(tensors: dict[str, Tensor], cfg: ModelConfig, to: str) -> None:
         if match is None:
             continue
         which, kind, _ = match.groups()
-        if kind == "norm":
-            tensors[name] = permute_rotary_rows(tensor[:, None], 1, cfg.head_dim, to,
-                                                cfg.rotary_dim)[:, 0]
-        else:
-            heads = cfg.n_heads if which == "q" else cfg.n_kv_heads
-            tensors[name] = permute_rotary_rows(tensor, heads, cfg.head_dim, to, cfg.rotary_dim)
+        heads = 1 if kind == "norm" else cfg.n_heads if which == "q" else cfg.n_kv_heads
+        tensors[name] = permute_rotary_rows(tensor, heads, cfg.head_dim, to, cfg.rotary_dim)
 
 
 def _unpacked(tensors: dict[str, Tensor], cfg: ModelConfig) -> dict[str, Tensor]:
