@@ -341,9 +341,7 @@ for _scaling, _needles in [
     ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0},
      ["high_freq_factor=1.0", "low_freq_factor=4.0"]),
     ({**YARN, "low_freq_factor": 1.0}, ["['low_freq_factor']", "rope_type 'yarn'"]),
-    ({"rope_type": "linear", "factor": 2, "beta_fast": 32}, ["['beta_fast']", "'linear'"]),
     ({"rope_type": "longrope", "factor": 2}, ["rope_scaling.rope_type='longrope'"]),
-    ({"rope_type": ["yarn"], "factor": 2}, ["rope_scaling.rope_type=['yarn']"]),
 ]:
     CONFLICTS[f"rope_scaling={_scaling}"] = (tiny(rope_scaling=_scaling), _needles)
 
