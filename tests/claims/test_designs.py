@@ -162,6 +162,13 @@ def test_a_decision_is_wrong_exactly_on_the_wrong_side_of_the_boundary():
     band = Rule("m", 1.0, 1.0, 4, 0.0, test="equivalence", max_seeds=8)
     assert D.wrong(band, confirmed, 1.0) and not D.wrong(band, confirmed, 0.5)
     assert D.wrong(band, not_reproduced, -1.0) and not D.wrong(band, not_reproduced, 1.5)
+    # the simulated estimates are the report's t intervals
+    data = np.random.default_rng(3).normal(0.2, 1.0, (4, 2, 8))
+    found = D.EstimatesByLook(data).at(1, 5)[2]
+    iv = stats.paired_interval(data[2, 1, :5])
+    assert (found.value, found.ci_low, found.ci_high, found.sd) == pytest.approx(
+        (iv.value, iv.ci_low, iv.ci_high, iv.sd), rel=1e-12)
+    assert found.n == 5
 
 
 def test_a_claims_simulation_is_deterministic_and_the_criterion_reads_it():
@@ -191,12 +198,3 @@ def test_a_claims_simulation_is_deterministic_and_the_criterion_reads_it():
     choice = D.choose(D.ClaimSimulation(model, results, runs, {}))
     assert choice.spending == "obf" and "fixed" not in choice.eligible
     assert choice.eligible == ("obf", "pocock")
-
-
-def test_the_simulated_estimates_are_the_reports_t_intervals():
-    data = np.random.default_rng(3).normal(0.2, 1.0, (4, 2, 8))
-    found = D.EstimatesByLook(data).at(1, 5)[2]
-    iv = stats.paired_interval(data[2, 1, :5])
-    assert (found.value, found.ci_low, found.ci_high, found.sd) == pytest.approx(
-        (iv.value, iv.ci_low, iv.ci_high, iv.sd), rel=1e-12)
-    assert found.n == 5

@@ -40,9 +40,7 @@ def test_bidirectional_attention_without_positions_is_equivariant_and_scores_asy
     # and scores are asymmetric unless W_q = W_k
     assert cp.score_asymmetry(seed=0) > 1e-3
     assert cp.score_asymmetry(seed=0, tied=True) <= 1e-12
-
-
-def test_probe_uses_the_modules_weights_as_its_forward_does():
+    # the probe uses the module's weights as its forward does
     torch.manual_seed(0)
     attn = Attention(16, 2, 2, 8).double().eval()
     x = torch.randn(2, 6, 16, dtype=torch.float64)

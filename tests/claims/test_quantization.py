@@ -145,9 +145,6 @@ def test_c32_decision_reads_the_interval_it_prints(tmp_path):
         assert decided_text(part) in row.summary
     assert "70.1% at the page's Llama-3-8B and T=4096" in row.summary
     assert "geometric mean of paired ratios, Student t on log ratios over 6 repeats" in row.summary
-
-
-def test_c32_is_graded_on_the_log_scale_not_by_rescaling_percent():
     # At 98.75%, rescaling the percent interval 100·(r − 1) by a t-quantile ratio is not the
     # t interval; rescaling the log one is, and C32 grades that.
     from blocklab.claims.quantization import log_estimate
