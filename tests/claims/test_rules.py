@@ -83,12 +83,6 @@ def test_a_part_is_decided_by_its_interval_against_the_rule(rule, est, verdict, 
         assert found.p_value is None  # never decided, whatever its interval says
 
 
-def test_an_effect_rule_refuses_to_read_a_band():
-    with pytest.raises(ValueError, match="equivalence"):
-        decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
-               Estimate(0.0, -1.0, 1.0, 3))
-
-
 def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_of_its_own_to_contradict():
     opposite = Estimate(1.5, 1.2, 1.8, 6)  # a loss 1.5% worse: beyond +δ = +1
     found = decide(RULE, opposite, fair_arms=True)
@@ -112,6 +106,10 @@ def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_of_its_own_to_cont
     assert both[1].would_contradict and not both[0].would_contradict
     with pytest.raises(ValueError, match="2 flags for 1 parts"):
         decide_parts([(RULE, opposite)], longer_run_agrees=[True, False])
+    # an effect rule refuses to read a band
+    with pytest.raises(ValueError, match="equivalence"):
+        decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
+               Estimate(0.0, -1.0, 1.0, 3))
 
 
 def test_an_inconclusive_part_says_what_would_decide_it():
