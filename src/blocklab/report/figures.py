@@ -648,9 +648,8 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
     # Per-position loss at the longest length read, bucketed, for the plain schemes.
     ax = axes[0, 2]
     longest = str(max(mults))
-    curves = {name: arms[name].per_position.get(longest) for name in base}  # a str or None:
-    curves = {name: c for name, c in curves.items()  # no curve there
-              if isinstance(c, PerPosition) and c.loss}
+    curves = {name: c for name in base  # a str or None: no curve there
+              if isinstance(c := arms[name].per_position.get(longest), PerPosition) and c.loss}
     if not curves:
         _say_empty(ax, f"no per-position loss stored at {longest}× L")
         return _png(fig)

@@ -106,10 +106,8 @@ def claimed_words(rule: dict[str, Any], lang: str) -> str:
         low, high = g["band"]
         text = (f"±{_num(high)}{unit}" if g["claimed"] == 0 else
                 f"{_num(low)}–{_num(high)}{unit}")
-    elif g["test"] == "at-most":
-        text = f"≤ {_num(g['boundary'])}{unit}"
-    elif g["test"] == "at-least":
-        text = f"≥ {_num(g['boundary'])}{unit}"
+    elif g["test"] in ("at-most", "at-least"):  # the bound's side: −1 at most, +1 at least
+        text = f"{'≥' if g['side'] > 0 else '≤'} {_num(g['boundary'])}{unit}"
     elif rule.get("threshold"):
         text = (f"{'>' if g['side'] > 0 else '<'} {_num(g['boundary'])}{unit}")
     else:
