@@ -178,6 +178,8 @@ def test_log_ratio_interval_by_hand():
     (lambda: stats.log_ratio_interval([1.0], [1.0]), "at least 2 pairs"),
     (lambda: stats.paired_interval([0.1, float("nan"), 0.2]), r"differences\[1\] is nan"),
     (lambda: stats.paired_interval([[0.1, 0.2]]), r"shape \(1, 2\)"),
+    # finite values whose mean overflows: refused, never an interval of infinite width
+    (lambda: stats.paired_interval([1e308, 1.7e308]), "mean must be a finite number, got inf"),
     (lambda: stats.paired_interval(["a", "b"]), "must be numbers"),
     (lambda: stats.paired_interval([0.1, 0.2], alpha=0.0), "got 0.0"),
     (lambda: stats.paired_interval([0.1, 0.2], alpha=1), "got 1"),

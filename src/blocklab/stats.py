@@ -100,7 +100,9 @@ def paired_interval(differences: ArrayLike, alpha: float = 0.05) -> Estimate:
     if d.size < 2:
         raise InputError(f"differences has {d.size} value; a t interval needs at least 2")
     alpha = _check_alpha(alpha)
-    n, mean, sd = int(d.size), float(d.mean()), float(d.std(ddof=1))
+    n = int(d.size)
+    # differences near ±1e308 overflow: their mean or spread is refused, never an infinite width
+    mean, sd = _check_finite(float(d.mean()), "mean"), _check_finite(float(d.std(ddof=1)), "sd")
     half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(mean, mean - half, mean + half, n, sd, alpha)
 
