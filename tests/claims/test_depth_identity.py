@@ -39,10 +39,10 @@ def test_identity_estimate_reads_the_registered_init_and_each_placement():
     assert registry.C36_IDENTITY_INIT == "xavier"
     assert depth.identity_estimate(DATA) == Estimate(0.105, 0.10, 0.11, 4, 0.004)
     assert depth.identity_estimate(DATA, "gpt2").value == 0.035
-    assert depth.post_identity_estimate(DATA) == Estimate(0.55, 0.54, 0.56, 4, 0.006)
+    assert depth.identity_estimate(DATA, placement="post") == Estimate(0.55, 0.54, 0.56, 4, 0.006)
     # No probe recorded (another init, a placement not probed): no interval, never a guess.
     assert depth.identity_estimate(DATA, "depth") == Estimate(None, None, None, 0)
-    assert depth.post_identity_estimate(DATA, "gpt2").n == 0
+    assert depth.identity_estimate(DATA, "gpt2", "post").n == 0
 
 
 @pytest.mark.parametrize(("median", "verdict"), [

@@ -40,15 +40,11 @@ from blocklab.experiments.summaries import Interval
 def identity_estimate(data: PlacementData, init: str | None = None, placement: str = "pre"
                       ) -> Estimate:
     """Part (b)'s estimate over seeds (`registry.C36_IDENTITY_RULE`) from the placement suite's
-    gradient probes under `init` (default: the registered one); n = 0 where none recorded it."""
+    gradient probes under `init` (default: the registered one); n = 0 where none recorded it.
+    Of post-norm blocks, y = N(x + F(x)), it is reported, not graded: with no bare identity
+    term, J_N = I − x̂x̂ᵀ per token still gives ‖J − I‖_F/√n = 1/√d at init."""
     probe = data.init_gradients.get(placement, {}).get(init or registry.C36_IDENTITY_INIT)
     return Estimate.of(Interval(0) if probe is None else probe.identity_deviation_median)
-
-
-def post_identity_estimate(data: PlacementData, init: str | None = None) -> Estimate:
-    """`identity_estimate` of post-norm blocks, y = N(x + F(x)), reported, not graded: with no
-    bare identity term, J_N = I − x̂x̂ᵀ per token still gives ‖J − I‖_F/√n = 1/√d at init."""
-    return identity_estimate(data, init, "post")
 
 
 C36_COMBINES = WORDING["COMBINES"]["C36"]
@@ -81,7 +77,7 @@ def c36(ctx: Context) -> Finding:
                           Estimate.of(effect.pre_vs_post_warm)),
                          unlearned(data, depth, ("pre", True), ("post", True), grid="deep")),
         (C36_IDENTITY_PART, rules[C36_IDENTITY_PART], identity_estimate(data))])
-    post_identity = post_identity_estimate(data)
+    post_identity = identity_estimate(data, placement="post")
     swept_cold = effect.pre_vs_post_cold.n > 0  # full sweeps the cold arms too
     verdict = settle([p.verdict for p in parts], all_or_none)
     deep = data.size.get("deep", {})
