@@ -169,10 +169,6 @@ class Calibration:
         """A time measured on the reference machine, on this one."""
         return self.speed * seconds
 
-    def fixed_s(self, seconds: float) -> float:
-        """A time measured here (startup, a worker's imports): priced as measured."""
-        return seconds
-
 
 @dataclass(frozen=True)
 class _Requests(Calibration):
@@ -485,7 +481,7 @@ def training_s(model: ModelConfig, train: TrainShape, cal) -> float:
     rows = train.eval_batches * batch
     lengths = sorted({*train.eval_lengths, seq})
     per_evaluation = sum(evaluation_s(model, train, rows, length, cal) for length in lengths)
-    return (cal.fixed_s(cal.run_s) + cal.build_s(model, batch, seq, precision)
+    return (cal.run_s + cal.build_s(model, batch, seq, precision)
             + steps * cal.step_s(model, batch, seq, precision)
             + evaluations * per_evaluation + final_evaluation_s(model, train, cal))
 
@@ -642,11 +638,10 @@ def estimate_suites(request: RunRequest, names: Sequence[str], *,
     if calibration is not None:
         # The first round's workers load the compiler stack and the corpus; the timed runs
         # load the corpus here, and the next round's workers inherit it.
-        fixed = {"startup": calibration.fixed_s(calibration.startup_s),
-                 "worker_start": calibration.fixed_s(calibration.worker_start_s)
-                 if rounds and rounds[0].untimed else 0.0,
-                 "timed_start": calibration.fixed_s(calibration.corpus_s)
-                 if any(r.timed for r in rounds) else 0.0,
+        fixed = {"startup": calibration.startup_s,
+                 "worker_start": calibration.worker_start_s if rounds and rounds[0].untimed
+                 else 0.0,
+                 "timed_start": calibration.corpus_s if any(r.timed for r in rounds) else 0.0,
                  "rounds": len(rounds) * calibration.reference_s(REFERENCE_ROUND_S),
                  "build": calibration.reference_s(REFERENCE_BUILD_S[size])}
     return SizeEstimate(size, suites, rounds, calibration, fixed)

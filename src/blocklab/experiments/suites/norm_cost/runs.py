@@ -214,7 +214,7 @@ def price(spec: RunSpec, cal: Calibration) -> float | None:
 def _blocks_s(call: float, payload: dict[str, Any], cal: Calibration) -> float:
     """Both norms' 2 warm-up, 1 sizing and 1 saved-bytes calls, and `repeats` blocks."""
     return len(NORM_NAMES) * (4 * call + payload["repeats"]
-                              * max(call, cal.fixed_s(payload["block_s"])))
+                              * max(call, payload["block_s"]))
 
 
 def _like_for_like_price(payload: dict[str, Any], cal: Calibration) -> float:
