@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import blocklab.claims.depth  # noqa: F401 - registers C36 (the ledger imports it too)
+from blocklab.claims.placement import stability_text
 from blocklab.claims.registry import C36_IDENTITY_PART, C36_STABLE_PART
 from blocklab.experiments.suites.placement.summary import (
     PlacementData,
@@ -88,6 +89,10 @@ def test_c36_stability_part(tmp_path, effect, unlearned, verdict):
     assert stable.verdict == verdict and stable.estimate.value == effect.mean
     assert "Largest stable peak lr" in row.summary and "pre warm" in row.summary
     assert row.evidence["table"]["rows"][0][0] == "pre"
+    # the stability text names every arm with its interval and censored seeds
+    text = stability_text(data, "deep", DEPTH)
+    assert text.startswith("pre warm ") and "n=4" in text.split("; ")[0]
+    assert "3 seed(s) stable nowhere" in text  # post-norm: three seeds below the ladder
     # the identity term reads the gradient probes, which this summary has none of
     identity = next(p for p in row.parts if p.name == C36_IDENTITY_PART)
     assert identity.verdict == INCONCLUSIVE and identity.estimate.n == 0

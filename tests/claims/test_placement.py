@@ -18,7 +18,6 @@ from blocklab.experiments.suites.placement.summary import (
 )
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 
-from . import test_depth as td
 from .conftest import ci, graded, store_summary
 
 
@@ -189,17 +188,6 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
     err = capsys.readouterr()
     assert "--precision='fp16' is not allowed; expected one of ['fp32', 'bf16']" in (
         err.out + err.err) and "Traceback" not in err.err
-
-
-def test_the_stability_text_names_every_arm_with_its_interval_and_censoring():
-    from blocklab.claims.placement import stability_text
-
-    # the deep grid of test_depth censors seeds at both ends of the ladder
-    data = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
-    text = stability_text(data, "deep", td.DEPTH)
-    pre, post = text.split("; ")[0:2], text
-    assert pre[0].startswith("pre warm ") and "n=4" in pre[0]
-    assert "3 seed(s) stable nowhere" in post  # post-norm: three seeds below the ladder
 
 
 def test_c19_decides_a_loss_contrast_only_where_every_reading_of_its_lr_bias_agrees(tmp_path):
