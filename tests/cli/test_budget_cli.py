@@ -31,14 +31,11 @@ def test_json_shape(capsys):
     assert isinstance(prefill["ffn_share"], float) and 0.69 < prefill["ffn_share"] < 0.71
 
 
-def test_no_causal_counts_all_scores(capsys):
+def test_no_causal_batch_and_dtype_reach_the_counts(capsys):
     causal = run_json(capsys, "gpt2", "--seq", "512")["flops"]["prefill"]
     full = run_json(capsys, "gpt2", "--seq", "512", "--no-causal")["flops"]["prefill"]
     assert full["attention_scores"] == causal["attention_scores_full"]
     assert causal["attention_scores"] * 512 == full["attention_scores"] * 513 // 2
-
-
-def test_batch_and_dtype(capsys):
     doc = run_json(capsys, "qwen3-8b", "--batch", "4", "--seq", "128", "--dtype", "int4")
     assert doc["settings"] == {"batch": 4, "seq_len": 128, "dtype": "int4",
                                "activation_dtype": "bf16", "causal": True,

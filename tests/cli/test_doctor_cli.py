@@ -12,13 +12,10 @@ def test_clean_config_exit_0(capsys):
     assert "no findings" in capsys.readouterr().out
 
 
-def test_error_finding_exit_1_table(capsys):
+def test_error_finding_exit_1_table_and_json(capsys):
     assert main(["doctor", "llama-2-7b", "--serve-len", "65536"]) == 1
     out = capsys.readouterr().out
     assert "context" in out and "rope-base" in out and "error" in out
-
-
-def test_json(capsys):
     assert main(["doctor", "llama-2-7b", "--serve-len", "16384", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["exit_code"] == 1 and doc["counts"]["error"] == 1

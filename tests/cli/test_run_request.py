@@ -81,11 +81,17 @@ def test_report_hands_one_request_to_the_suites_the_design_and_the_report(
     assert all(got is request for calls in received.values() for got in calls)
 
 
-def test_the_plan_prices_the_request_it_would_run(tmp_path, received):
-    assert main(["report", "--plan", "--full", "--seed-offset", "3", "--results",
-                 str(tmp_path / "runs")]) == 0
-    (request,) = received["estimate_suites"]
-    assert request == RunRequest(tmp_path / "runs", "full", 3, "fp32", None)  # full: no limit
+@pytest.mark.parametrize(("argv", "step", "request_args"), [
+    (["report", "--plan", "--full", "--seed-offset", "3"], "estimate_suites",
+     ("full", 3, "fp32", None)),  # the plan prices the request it would run; full: no limit
+    (["claims", "--json", "--tiny", "--seed-offset", "2", "--precision", "bf16"], "run_claims",
+     ("tiny", 2, "bf16")),  # claims reads what its request names
+])
+def test_the_plan_and_claims_read_the_request_their_options_name(tmp_path, received, argv,
+                                                                  step, request_args):
+    assert main([*argv, "--results", str(tmp_path)]) == 0
+    (request,) = received[step]
+    assert request == RunRequest(tmp_path, *request_args)
 
 
 class _SuiteRan(BaseException):
@@ -106,13 +112,6 @@ def test_suite_budget_hands_its_request_to_the_design(tmp_path, received, monkey
     (request,) = received["price_plan"]
     assert request == RunRequest(tmp_path / "runs", "tiny", 0, "fp32", 120.0)
     assert received["run_looks"][0] is request and received["run_suites"][0] is request
-
-
-def test_claims_reads_what_its_request_names(tmp_path, received):
-    assert main(["claims", "--json", "--tiny", "--seed-offset", "2", "--precision", "bf16",
-                 "--results", str(tmp_path)]) == 0
-    (request,) = received["run_claims"]
-    assert request == RunRequest(tmp_path, "tiny", 2, "bf16")
 
 
 # --- --device ---------------------------------------------------------------------------------

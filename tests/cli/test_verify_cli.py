@@ -5,13 +5,10 @@ import json
 from blocklab.cli import main
 
 
-def test_table_and_exit_code(capsys):
+def test_table_json_and_exit_code(capsys):
     assert main(["verify"]) == 0
     out = capsys.readouterr().out
     assert "all passed" in out and "C09" in out
-
-
-def test_json(capsys):
     assert main(["verify", "--json", "--group", "worked"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["passed"] and data["n_failed"] == 0
@@ -25,4 +22,3 @@ def test_failure_gives_exit_code_1(monkeypatch, capsys):
     monkeypatch.setattr(v.ref, "layernorm_jacobian", lambda x, eps=1e-6, gain=None: 0 * x)
     assert main(["verify", "--group", "jacobians"]) == 1
     assert "FAIL" in capsys.readouterr().out
-

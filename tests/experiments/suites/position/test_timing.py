@@ -3,6 +3,7 @@ shape (reported, never graded); the tiny size exercises the code in a fraction o
 says it is not a realistic timing."""
 
 import dataclasses
+import os
 import time
 
 import pytest
@@ -23,14 +24,14 @@ from blocklab.experiments.summaries import TimeRatio
 from blocklab.experiments.trainer import build_model
 
 
-def test_kernel_and_mask_detection_names_each_scheme():
+def test_kernel_and_mask_detection_names_each_scheme(capfd):
     L = SIZES["tiny"].L
     ids = torch.randint(0, 256, (1, L), generator=torch.Generator().manual_seed(0))
     for scheme in COST_SCHEMES:
         tc = train_config(RunOptions("tiny"), 0)
         model = build_model(arm_config("tiny", scheme), tc).eval()
         with torch.no_grad():
-            kernels = sdpa_kernels(lambda m=model: m(ids))
+            kernels = sdpa_kernels(lambda m=model: (m(ids), os.write(2, b"kept line\n")))
             masks = sdpa_masks(lambda m=model: m(ids))
         assert kernels and all(k.startswith("aten::_scaled_dot_product") for k in kernels)
         if scheme == "alibi":
@@ -41,6 +42,9 @@ def test_kernel_and_mask_detection_names_each_scheme():
     refused = accepted_by("EFFICIENT_ATTENTION", lambda: torch.nn.functional.
                              scaled_dot_product_attention(*torch.randn(3, 1, 1, 4, 8)))
     assert isinstance(refused, str) and refused  # no CPU kernel for this backend
+    # kineto writes "USDT: ... profiler_start/stop" to fd 2 on every profile, at any log level:
+    # the kernel probe keeps those off stderr and keeps everything else written meanwhile
+    assert capfd.readouterr().err.splitlines() == ["kept line"] * len(COST_SCHEMES)
 
 
 @pytest.mark.exclusive  # it times the machine: no other test beside it
