@@ -113,23 +113,6 @@ def test_untimed_runs_use_workers_and_timed_runs_run_alone_here(tmp_path):
     assert timed["pid"] == os.getpid() and timed["workers_alive"] == []
 
 
-def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
-    def plan(options, tuned=()):
-        def execute(progress, s):
-            if s == 1:
-                raise RuntimeError("run 1 broke")
-            return RunResult("ok")
-        return [base.RunSpec(f"run {s}", "run", s, {"seed": s},
-                             lambda progress, s=s: execute(progress, s)) for s in range(3)]
-
-    suite = plain_suite("flaky", plan)
-    with pytest.raises(base.SuiteIncomplete) as err:
-        run_suite(suite, RunOptions.for_suite(suite, "tiny", 3), tmp_path, progress=False,
-                  executor=ParallelExecutor(2))
-    assert err.value.missing == [("run 1", "RuntimeError: run 1 broke")]
-    assert len(list((tmp_path / "flaky" / "tiny").glob("*.json"))) == 2
-
-
 # --- provenance ---------------------------------------------------------------------------------
 def _count(root: Path, calls: list) -> Summary:
     """Run seeds 0 and 1 of a suite whose runs append their seed to `calls`."""
@@ -139,20 +122,6 @@ def _count(root: Path, calls: list) -> Summary:
                          "ok", data={"name": "stdlib", "sha256": load_corpus("stdlib").sha256}))
         for s in options.seeds])
     return run_suite(suite, RunOptions("tiny", range(2)), root, progress=False)
-
-
-def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):
-    calls: list = []
-    _count(tmp_path, calls)
-    stored = json.loads(next((tmp_path / "counting" / "tiny").glob("[!s]*.json")).read_text())
-    now = provenance.current().to_dict()
-    assert stored["provenance"] == now
-    assert set(now) == {*provenance.RESULT_KEYS, "machine", "threads", "device", "accelerator",
-                        "precision", "backend", "backends"}
-    assert len(now["source_sha256"]) == 64 and now["torch"].startswith("2.")
-    summary = _count(tmp_path, calls)
-    assert calls == [0, 1]  # nothing re-run
-    assert not any("provenance" in note for note in summary.notes)
 
 
 @pytest.mark.parametrize("key", ["torch", "source_sha256", "blocklab"])
@@ -167,16 +136,22 @@ def test_a_result_with_other_provenance_is_run_again(tmp_path, monkeypatch, key)
     assert any(note == "2 stored run(s) were run again because their provenance differs from "
                f"this code and machine: {key} (2)" for note in summary.notes), summary.notes
     calls.clear()
-    _count(tmp_path, calls)
+    summary = _count(tmp_path, calls)
     assert calls == []  # the re-run results carry the new provenance
+    assert not any("provenance" in note for note in summary.notes)
 
 
-def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_path):
+def test_results_record_provenance_and_without_it_or_with_another_corpus_run_again(tmp_path):
     calls: list = []
     _count(tmp_path, calls)
     files = sorted(p for p in (tmp_path / "counting" / "tiny").glob("*.json")
                    if p.name != "summary.json")
     first, second = (json.loads(p.read_text()) for p in files)
+    now = provenance.current().to_dict()
+    assert first["provenance"] == second["provenance"] == now
+    assert set(now) == {*provenance.RESULT_KEYS, "machine", "threads", "device", "accelerator",
+                        "precision", "backend", "backends"}
+    assert len(now["source_sha256"]) == 64 and now["torch"].startswith("2.")
     del first["provenance"]
     second["data"]["sha256"] = "0" * 64  # what an older Python's standard library hashed to
     files[0].write_text(json.dumps(first))
@@ -205,15 +180,6 @@ def _stored_provenances(folder: Path, edit) -> None:
             data = json.loads(path.read_text())
             edit(data["provenance"])
             path.write_text(json.dumps(data))
-
-
-def test_every_run_records_the_machine_it_ran_on(tmp_path):
-    run_suite(_timing_and_training_suite([]), RunOptions("tiny", range(1)), tmp_path,
-              progress=False)
-    for path in (tmp_path / "mixed" / "tiny").glob("[!sp]*.json"):
-        assert json.loads(path.read_text())["provenance"]["machine"] == {
-            "cpu": cpu_model(), "flags": cpu_flags(provenance.MACHINE_FLAGS),
-            "cores": os.cpu_count()}
 
 
 def test_the_machine_is_the_same_under_a_narrower_affinity():
@@ -248,6 +214,10 @@ def test_a_timing_from_another_machine_is_run_again_and_a_training_run_reused(tm
     calls: list = []
     options = RunOptions("tiny", range(1))
     run_suite(_timing_and_training_suite(calls), options, tmp_path, progress=False)
+    for path in (tmp_path / "mixed" / "tiny").glob("[!sp]*.json"):  # every run, this machine
+        assert json.loads(path.read_text())["provenance"]["machine"] == {
+            "cpu": cpu_model(), "flags": cpu_flags(provenance.MACHINE_FLAGS),
+            "cores": os.cpu_count()}
     _stored_provenances(tmp_path / "mixed" / "tiny", edit)
     calls.clear()
     summary = run_suite(_timing_and_training_suite(calls), options, tmp_path, progress=False)
@@ -337,11 +307,12 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
     errors = suites.run_suites(RunRequest(tmp_path / "runs", "tiny"), list(fake),
                                executor=ParallelExecutor(2), progress=False,
                                echo=lambda line: None)
-    assert list(errors) == ["two"] and "two run 1" in errors["two"]
+    assert errors == {"two": "1 of 4 runs failed, first: two run 1: RuntimeError: two run 1 broke"}
     order = log.read_text().splitlines()
     timed = [i for i, label in enumerate(order) if label.endswith("timed")]
     assert len(order) == 3 * 3 + 3 - 1 and timed == [len(order) - 3, len(order) - 2,
                                                      len(order) - 1]
     for name in ("one", "three"):
         assert (tmp_path / "runs" / name / "tiny" / "summary.json").is_file()
-    assert not (tmp_path / "runs" / "two" / "tiny" / "summary.json").exists()
+    two = sorted(p.name for p in (tmp_path / "runs" / "two" / "tiny").iterdir())
+    assert len(two) == 3 and "summary.json" not in two  # the others stored

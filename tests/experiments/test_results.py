@@ -30,6 +30,8 @@ def test_run_id_is_stable_and_ignores_cosmetic_fields_and_the_backend():
     assert rid == run_id(model, old, "stdlib")
     assert rid == run_id(model, train.replace(backend="compiled"), "stdlib")  # speed only
     assert rid != run_id(model, train.replace(precision="bf16"), "stdlib")  # other values
+    assert rs.added_identity(precision="fp32") == {}  # a timing's payload follows the same rule
+    assert rs.added_identity(precision="bf16") == {"precision": "bf16"}
 
 
 def test_store_save_load_has_and_iter(tmp_path):
@@ -77,14 +79,6 @@ def test_a_stored_run_is_parsed_once_and_every_reader_gets_its_own_copy(monkeypa
     changed = RunResult("diverged", run=RunLabel("relu seed 0", "relu", 0, "abc"))
     os.utime(store.save("abc", changed), ns=(settled, settled))  # a new file: read again
     assert again.load("abc") == changed and again.load("abc") == changed and len(reads) == 2
-
-
-def test_added_identity_is_the_one_rule_of_id_compatibility(tiny_train):
-    assert rs.added_identity(precision="fp32") == {}  # ids made before precision existed
-    assert rs.added_identity(precision="bf16") == {"precision": "bf16"}
-    # train configs follow the same rule
-    assert "precision" not in rs.train_identity(tiny_train)
-    assert rs.train_identity(tiny_train.replace(precision="bf16"))["precision"] == "bf16"
 
 
 # --- a damaged result file: named, run again, nothing else touched -------------------------------

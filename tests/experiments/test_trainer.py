@@ -163,18 +163,6 @@ def test_default_init_is_seeded_per_module(tiny_model):
 
 
 # --- determinism and batches ---------------------------------------------------------------------
-def test_same_seed_same_curve_bit_for_bit(tiny_model, tiny_train):
-    a = tr.run(tiny_model, tiny_train)
-    b = tr.run(tiny_model, tiny_train)
-    assert a.status == b.status == "ok"
-    assert a.curves.train_loss == b.curves.train_loss
-    assert a.curves.grad_norm == b.curves.grad_norm
-    assert a.curves.val == b.curves.val
-    assert a.final.val_loss == b.final.val_loss
-    c = tr.run(tiny_model, tiny_train.replace(seed=1))
-    assert c.curves.train_loss != a.curves.train_loss
-
-
 def test_arms_see_the_same_batches(monkeypatch, tiny_model, tiny_train):
     seen = []
 
@@ -231,12 +219,16 @@ def test_stuck_run_ends_early_and_keeps_its_curve(tiny_model, tiny_train):
 
 
 # --- evaluation and the result -------------------------------------------------------------------
-def test_result_keys_and_shapes(tiny_model, tiny_train, tmp_path):
+def test_result_keys_and_shapes_and_the_same_seed_bit_for_bit(tiny_model, tiny_train, tmp_path):
     cfg = tiny_train.replace(eval_lengths=(64,))
     out = tmp_path / "r" / "result.json"
     result = tr.run(tiny_model, cfg, "stdlib", out)
     stored = json.loads(out.read_text())
     assert stored == result.to_dict()
+    again, other_seed = (tr.run(tiny_model, cfg.replace(seed=seed)) for seed in (0, 1))
+    assert result.status == again.status == "ok"
+    assert again.curves == result.curves and again.final == result.final
+    assert other_seed.curves.train_loss != result.curves.train_loss
     assert set(result.data) >= {"name", "sha256", "train_bytes", "val_bytes", "files"}
     env = result.environment
     assert {"python", "torch", "numpy", "platform", "cpu_count", "threads",
@@ -291,17 +283,14 @@ def test_seq_len_past_a_learned_table_is_refused_before_any_data_is_read(
         tr.check_seq_len(tiny_model.replace(position=position, max_seq_len=16), tiny_train)
 
 
-def test_run_restores_threads_and_determinism_flags(tiny_model, tiny_train):
+def test_progress_on_a_callers_bar_and_threads_and_determinism_flags_restored(tiny_model,
+                                                                             tiny_train):
     before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    tr.run(tiny_model, tiny_train.replace(steps=1, threads=1))
-    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before
-
-
-def test_progress_on_a_callers_bar(tiny_model, tiny_train):
     console = Console(file=None, force_terminal=False, width=100, record=True)
     with Progress(console=console) as bar:
         tr.run(tiny_model, tiny_train.replace(steps=2), progress=bar, label="arm A")
         assert [t.description for t in bar.tasks] == ["arm A"] and bar.tasks[0].completed == 2
+    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before
 
 
 def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, tiny_train,
