@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from blocklab.cli import main
-from blocklab.errors import Busy, Interrupted, LockUnavailable
+from blocklab.errors import Busy, LockUnavailable
 from blocklab.experiments import locks
 from blocklab.experiments.locks import OthersCpu, machine_lock, suite_locks
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.base import RunSpec, Suite, execute_in_process, run_suite
+from blocklab.experiments.suites.base import RunSpec, Suite, run_suite
 
 from .conftest import OWNER, USER, finish, needs_root, plain_suite, run_as, start_as
 
@@ -166,6 +166,7 @@ def test_others_cpu_sees_a_busy_process_and_flags_it():
     burner.wait()
     # One core of os.cpu_count() kept busy by someone else.
     assert others.share is not None and others.share > 0.5 / os.cpu_count()
+    assert set(others.record()) == {"others_cpu_share", "loadavg_1min", "cores"}
     assert locks.is_busy({"others_cpu_share": 0.5})  # one of two cores
     assert not locks.is_busy({"others_cpu_share": 0.1})  # a machine's background
     assert not locks.is_busy(None)
@@ -175,35 +176,22 @@ def _suite(specs: list[RunSpec]) -> Suite:
     return plain_suite("fake", lambda options, tuned=(): specs)
 
 
-def test_a_timed_run_records_the_machine_load(tmp_path):
-    spec = RunSpec("timed", "a", 0, {"k": 1}, lambda progress: RunResult("ok"), timed=True)
-    store = ResultStore(tmp_path)
-    execute_in_process([spec], store, False)
-    load = store.load(spec.run_id).machine_load
-    assert set(load) == {"others_cpu_share", "loadavg_1min", "cores"}
+def test_ctrl_c_says_how_many_runs_were_kept(tmp_path, monkeypatch, capsys):
+    from blocklab.experiments import suites
 
-
-def test_ctrl_c_says_how_many_runs_were_kept(tmp_path):
     def stop(progress):
         raise KeyboardInterrupt
 
     specs = [RunSpec(f"r{i}", "a", i, {"i": i}, lambda progress: RunResult("ok"))
              for i in range(2)] + [RunSpec("r2", "a", 2, {"i": 2}, stop)]
-    with pytest.raises(Interrupted, match=r"2 run\(s\) finished .* kept in .*fake"):
-        run_suite(_suite(specs), RunOptions("tiny", range(1)), tmp_path, progress=False)
-    assert len(list((tmp_path / "fake" / "tiny").glob("*.json"))) == 2
-
-
-def test_cli_prints_what_an_interruption_kept(monkeypatch, capsys):
-    from blocklab.experiments import suites
-
-    def interrupted(*args, **kwargs):
-        raise Interrupted("3 run(s) finished before the interruption are kept in runs/ffn")
-
-    monkeypatch.setattr(suites, "run_suite", interrupted)
-    assert main(["suite", "ffn", "--tiny", "--no-progress"]) == 130
-    assert capsys.readouterr().err.strip() == (
-        "interrupted: 3 run(s) finished before the interruption are kept in runs/ffn")
+    monkeypatch.setattr(suites, "get_suite", lambda name: _suite(specs))
+    assert main(["suite", "fake", "--tiny", "--seeds", "1", "--results", str(tmp_path),
+                 "--no-progress", "--jobs", "1"]) == 130
+    folder = tmp_path / "fake" / "tiny"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"interrupted: 2 run(s) finished before the interruption are kept in {folder}; the "
+        "same command runs only what is missing")
+    assert len(list(folder.glob("*.json"))) == 2
 
 
 def test_cli_names_the_file_a_full_disk_stopped(tmp_path, monkeypatch, capsys):
