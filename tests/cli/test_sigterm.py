@@ -55,7 +55,7 @@ def _marker(signum, frame):  # a handler of the caller's, to be found again afte
     pass
 
 
-def test_main_puts_the_callers_sigterm_handler_back(capsys):
+def test_main_puts_the_callers_sigterm_handler_back_and_runs_outside_the_main_thread(capsys):
     before = signal.signal(signal.SIGTERM, _marker)
     try:
         assert main(["budget", "--list", "--json"]) == 0
@@ -64,11 +64,7 @@ def test_main_puts_the_callers_sigterm_handler_back(capsys):
         assert signal.getsignal(signal.SIGTERM) is _marker
     finally:
         signal.signal(signal.SIGTERM, before)
-    capsys.readouterr()
-
-
-def test_main_runs_outside_the_main_thread(capsys):
-    """Python lets only the main thread set handlers: elsewhere main sets none and runs."""
+    # Python lets only the main thread set handlers: elsewhere main sets none and runs.
     codes = []
     thread = threading.Thread(target=lambda: codes.append(main(["budget", "--list", "--json"])))
     thread.start()

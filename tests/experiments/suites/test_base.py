@@ -70,20 +70,6 @@ def test_run_suite_resumes_after_interrupt(tmp_path):
     assert load_summary(tmp_path, "toy", "tiny", ToyData) == summary
 
 
-def test_seed_offset_runs_disjoint_seeds_in_their_own_folder(tmp_path):
-    calls = []
-    summary = base.run_suite(_toy_suite(calls), RunOptions("tiny", range(1000, 1000 + 2)),
-                             tmp_path, progress=False)
-    assert sorted(calls) == [("a", 1000), ("a", 1001), ("b", 1000), ("b", 1001)]
-    assert summary.first_seed == 1000 and summary.seeds == 2
-    assert (tmp_path / "toy" / "tiny+seeds1000" / "summary.json").is_file()
-    assert load_summary(tmp_path, "toy", "tiny", ToyData, seed_offset=1000) == summary
-    assert load_summary(tmp_path, "toy", "tiny", ToyData) is None  # seeds 0… never ran
-    calls.clear()
-    base.run_suite(_toy_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
-    assert sorted(calls) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
-
-
 def _tuned_suite(calls, fail_tuning=False, grow=False):
     """A toy suite with a tuning stage: two candidate scales, picked on a tuning seed; the
     evaluation runs record the scale they were planned with. `grow`: a best scale at the
@@ -141,10 +127,13 @@ def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path)
     # A replication at another seed offset re-tunes on seeds of its own (the choice of rate is
     # part of what must replicate), in a folder of its own; the first offset's stay as stored.
     calls.clear()
-    base.run_suite(_tuned_suite(calls), RunOptions("tiny", range(1000, 1000 + 2)), tmp_path,
-                   progress=False)
+    far = base.run_suite(_tuned_suite(calls), RunOptions("tiny", range(1000, 1000 + 2)),
+                         tmp_path, progress=False)
     assert calls == [("tune", 1.0), ("tune", 2.0), ("eval", 1000), ("eval", 1001)]
     assert (tmp_path / "tuned" / "tiny+tuning+seeds1000").is_dir()
+    assert far.first_seed == 1000 and far.seeds == 2
+    assert load_summary(tmp_path, "tuned", "tiny", ToyData, seed_offset=1000) == far
+    assert load_summary(tmp_path, "tuned", "tiny", ToyData) == summary
     assert base.tuning_seeds(RunOptions("tiny", range(2)), 2) == range(
         base.TUNING_SEEDS, base.TUNING_SEEDS + 2)
     assert base.tuning_seeds(RunOptions("tiny", range(1000, 1002)), 2) == range(
