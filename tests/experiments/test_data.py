@@ -30,7 +30,7 @@ def test_stdlib_file_list_is_sorted_capped_and_excludes_tests():
         assert not parts[-1].startswith("_sysconfigdata"), f
 
 
-def test_stdlib_corpus_hash_is_stable_and_recorded():
+def test_stdlib_corpus_hash_is_stable_and_recorded_and_its_split_is_by_file():
     corpus = d.stdlib_corpus()
     d.stdlib_corpus.cache_clear()
     again = d.stdlib_corpus()
@@ -41,10 +41,6 @@ def test_stdlib_corpus_hash_is_stable_and_recorded():
     assert info["train_bytes"] == corpus.train.size and info["val_bytes"] == corpus.val.size
     assert info["files"] == len(corpus.train_files) + len(corpus.val_files)
     assert not corpus.train.flags.writeable
-
-
-def test_stdlib_split_is_by_file_and_disjoint():
-    corpus = d.stdlib_corpus()
     assert not set(corpus.train_files) & set(corpus.val_files)
     assert 0.03 < corpus.val.size / (corpus.train.size + corpus.val.size) < 0.3
     assert all(d.is_validation_file(f) for f in corpus.val_files)
@@ -64,7 +60,7 @@ def _folder(tmp_path, n_files=30, size=300):
     return tmp_path
 
 
-def test_validation_windows_never_contain_train_bytes(tmp_path):
+def test_validation_windows_hold_no_train_bytes_and_the_hash_follows_content(tmp_path):
     corpus = d.files_corpus(_folder(tmp_path))
     assert corpus.files == 30 and corpus.val_files and corpus.train_files
     val_values = {65 + int(f[1:3]) for f in corpus.val_files}
@@ -75,25 +71,19 @@ def test_validation_windows_never_contain_train_bytes(tmp_path):
     assert set(windows.unique().tolist()) <= val_values
     batch = d.sample_batch(corpus.train, seed=3, step=7, batch_size=16, seq_len=64)
     assert set(batch.unique().tolist()) <= train_values
+    # the hash follows the content
+    assert d.files_corpus(tmp_path).sha256 == corpus.sha256
+    (tmp_path / "f00.txt").write_bytes(b"B" * 300)
+    assert d.files_corpus(tmp_path).sha256 != corpus.sha256
 
 
-def test_corpus_hash_changes_with_content(tmp_path):
-    folder = _folder(tmp_path, n_files=5)
-    first = d.files_corpus(folder).sha256
-    assert d.files_corpus(folder).sha256 == first
-    (folder / "f00.txt").write_bytes(b"B" * 300)
-    assert d.files_corpus(folder).sha256 != first
-
-
-def test_single_file_keeps_last_tenth_for_validation(tmp_path):
+def test_a_single_file_keeps_its_last_tenth_and_a_small_folder_gets_both_splits(tmp_path):
     path = tmp_path / "book.md"
     path.write_bytes(bytes(range(256)) * 4)
     corpus = d.files_corpus(path)
     assert corpus.val.size == 1024 // 10
     assert corpus.train.tobytes() + corpus.val.tobytes() == path.read_bytes()
-
-
-def test_small_folders_get_both_splits(tmp_path):
+    path.unlink()
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text(name * 100)
     corpus = d.files_corpus(tmp_path)
@@ -157,13 +147,11 @@ def test_unigram_entropy_closed_forms():
     assert d.bits_per_byte(math.log(2)) == pytest.approx(1.0)
 
 
-def test_split_rule_is_the_documented_hash():
+def test_split_rule_is_the_documented_hash(monkeypatch):
     for path in ("os.py", "json/decoder.py", "asyncio/locks.py"):
         value = int.from_bytes(hashlib.sha256(path.encode()).digest()[:8], "big")
         assert d.is_validation_file(path) == (value % 10 == 0)
-
-
-def test_split_keeps_train_non_empty_when_every_file_hashes_to_validation(monkeypatch):
+    # a folder whose every file hashes to validation keeps one for training
     monkeypatch.setattr(d, "is_validation_file", lambda path: True)
     train, val = d._split_by_file(["a.txt", "b.txt"])
     assert train and val and not set(train) & set(val)
