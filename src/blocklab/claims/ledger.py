@@ -9,7 +9,7 @@ import traceback
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
-from blocklab.claims.anchors import Anchor, anchors, reading
+from blocklab.claims.anchors import anchors, reading
 from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
 from blocklab.claims.finding import Context, Finding, MissingResults, missing, untested_part
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
@@ -55,14 +55,9 @@ class ClaimResult:
         (`registry.CHANGED_AFTER_DATA`)."""
         return changes(self.id)
 
-    @property
-    def anchors(self) -> list[Anchor]:
-        """The published results bearing on this claim, each at its own scale."""
-        return anchors(self.id)
-
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["anchors"] = [a.to_dict() for a in self.anchors]
+        out["anchors"] = [a.to_dict() for a in anchors(self.id)]  # published results
         out["anchor_reading"] = reading(self.id)
         out["parts"] = [p.to_dict() for p in self.parts]
         out["rule"] = None if self.rule is None else asdict(self.rule)
