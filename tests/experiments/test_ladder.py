@@ -66,13 +66,25 @@ def test_each_ffn_rung_keeps_the_depth_heads_and_tuning_of_quick(rung):
         "quick", "").params
 
 
-def test_only_suites_with_a_ladder_have_the_rungs():
+def test_only_suites_with_a_ladder_have_the_rungs_and_what_a_rung_plans():
     assert ALL_SIZES == (*SIZES, *ladder.RUNGS)
     ffn = get_suite("ffn")
     assert RunOptions.for_suite(ffn, "rung2").folder() == "rung2"
     assert RunOptions.for_suite(ffn, "rung2", precision="bf16").folder() == "rung2+bf16"
     with pytest.raises(InputError, match="suite width has no size 'rung1'"):
         RunOptions.for_suite(get_suite("width"), "rung1")
+    # position: its arms and no timed run, at quick's seeds
+    suite = get_suite("position")
+    specs = position.plan(RunOptions.for_suite(suite, "rung1", 1), [])
+    quick = position.plan(RunOptions.for_suite(suite, "quick", 1), [])
+    assert [s.arm for s in specs] == [s.arm for s in quick if s.arm != "cost"]
+    assert not any(s.timed for s in specs)
+    assert RunOptions.for_suite(suite, "rung3").seeds == range(4)
+    # placement: no probe and no deep stacks
+    suite = get_suite("placement")
+    arms = [{spec.arm.split("/")[0] for spec in placement.plan(
+        RunOptions.for_suite(suite, size, 1), [])} for size in ("rung1", "quick")]
+    assert arms[0] == {"train", "sweep"} and {"init", "deep"} <= arms[1]
 
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
@@ -87,15 +99,6 @@ def test_each_position_rung_keeps_the_reads(rung):
     assert size.train.lr_grid == quick.train.lr_grid and size.train.tuning_seeds == 0
     assert size.finetune == quick.finetune and size.order == quick.order
     assert size.cost is None and quick.cost is not None
-
-
-def test_a_position_rung_plans_its_arms_and_no_timed_run():
-    suite = get_suite("position")
-    specs = position.plan(RunOptions.for_suite(suite, "rung1", 1), [])
-    quick = position.plan(RunOptions.for_suite(suite, "quick", 1), [])
-    assert [s.arm for s in specs] == [s.arm for s in quick if s.arm != "cost"]
-    assert not any(s.timed for s in specs)
-    assert RunOptions.for_suite(suite, "rung3").seeds == range(4)  # quick's seeds
 
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
@@ -125,16 +128,6 @@ def test_each_placement_rung_grows_what_c19_reads(rung):
     assert s.steps == round(150 * t.steps / 300) and s.warmup == round(50 * t.steps / 300)
     assert s.lr_min == float(f"{0.001 * 32 / t.d_model:.3g}")  # to 3 digits, as grids are
     assert s.rungs == s0.rungs and s.step == s0.step
-
-
-def test_a_placement_rung_plans_no_probe_and_no_deep_stacks():
-    suite = get_suite("placement")
-    arms = {spec.arm.split("/")[0]
-            for spec in placement.plan(RunOptions.for_suite(suite, "rung1", 1), [])}
-    assert arms == {"train", "sweep"}
-    quick = {spec.arm.split("/")[0]
-             for spec in placement.plan(RunOptions.for_suite(suite, "quick", 1), [])}
-    assert {"init", "deep"} <= quick
 
 
 def test_a_rung_without_probe_or_deep_stacks_summarises_and_grades_c19(tmp_path, monkeypatch):

@@ -84,7 +84,10 @@ def test_a_provenance_stored_before_these_fields_is_reused():
 # --- what a folder says --------------------------------------------------------------------------
 def test_a_folder_made_on_two_machines_names_both_with_their_runs(tmp_path):
     options = RunOptions("tiny", range(3))
-    run_suite(_suite(), options, tmp_path, progress=False)
+    one = run_suite(_suite(), options, tmp_path, progress=False)
+    # made on one machine: nothing new said
+    assert one.machines == [] and one.kernels == []
+    assert not any("machine" in note or "kernel" in note for note in one.notes)
     path = _store(tmp_path)[0]
     data = json.loads(path.read_text())
     data["provenance"]["machine"] = OTHER
@@ -103,15 +106,6 @@ def test_a_folder_made_on_two_machines_names_both_with_their_runs(tmp_path):
     assert "2 台不同的机器" in mixed_notes(summary.machines, [], "zh")[0]
 
 
-def test_a_folder_made_on_one_machine_says_nothing_new(tmp_path):
-    summary = run_suite(_suite(), RunOptions("tiny", range(3)), tmp_path, progress=False)
-    assert summary.machines == [] and summary.kernels == []
-    assert not any("machine" in note or "kernel" in note for note in summary.notes)
-    # nor does one whose runs record no machine at all (stored before they did)
-    results = [RunResult("ok", provenance={"torch": "2.5"}) for _ in range(2)]
-    assert base.mixed_runs(results) == ([], [])
-
-
 def _bf16(attention: str | None, precision: str = "bf16", device: str = "cpu") -> RunResult:
     machine = provenance.Machine.here()
     backends = {"rms_norm": "F.rms_norm"} if attention is None else {"attention": attention}
@@ -124,6 +118,9 @@ def test_bf16_runs_that_ran_other_attention_kernels_say_which_and_how_many():
     machines, kernels = base.mixed_runs([_bf16("sdpa"), _bf16("math"), _bf16("math"),
                                          _bf16(None), _bf16("sdpa", "fp32")])
     assert machines == []
+    # nor do runs that record no machine at all (stored before they did)
+    results = [RunResult("ok", provenance={"torch": "2.5"}) for _ in range(2)]
+    assert base.mixed_runs(results) == ([], [])
     assert kernels == [RunCount("math", 2), RunCount("sdpa", 1), RunCount("unrecorded", 1)]
     assert mixed_notes(machines, kernels) == [
         "Its 4 bf16 training runs ran different attention kernels, whose bfloat16 numbers "

@@ -74,6 +74,12 @@ def test_save_summary_writes_what_load_summary_reads_back_equal_and_typed(tmp_pa
                                                r"back: .*" + found):
             save_summary(tmp_path / "ffn" / "quick", broken)
     assert load_summary(tmp_path, "ffn", "quick") == summary  # the good one is kept
+    # machines and kernels came after SUMMARY_SCHEMA 11: a summary stored before them reads
+    # as one whose runs were not mixed
+    doc = summary.to_dict()
+    del doc["machines"], doc["kernels"]
+    _write(tmp_path, doc)
+    assert load_summary(tmp_path, "ffn", "quick") == summary
 
 
 @pytest.mark.parametrize("change, message", [
@@ -99,16 +105,6 @@ def test_a_field_that_does_not_match_fails_naming_it(tmp_path, change, message):
     assert "\n" not in str(err.value)
 
 
-def test_a_field_added_without_a_new_schema_reads_at_its_default(tmp_path):
-    """machines and kernels came after SUMMARY_SCHEMA 11: a summary stored before them reads
-    as one whose runs were not mixed."""
-    summary = _ffn_summary()
-    doc = summary.to_dict()
-    del doc["machines"], doc["kernels"]
-    _write(tmp_path, doc)
-    assert load_summary(tmp_path, "ffn", "quick") == summary
-
-
 def test_unions_take_the_member_that_fits():
     arm = {"loss_at_L": {"n": 0, "mean": None, "ci_low": None, "ci_high": None, "sd": None},
            "loss_beyond_L": {"2": "unavailable (table)",
@@ -126,7 +122,7 @@ def test_unions_take_the_member_that_fits():
         decode(PositionArm, {**arm, "loss_beyond_L": {"2": 7}})
 
 
-def test_summary_from_dict_with_an_explicit_type():
+def test_summary_from_dict_with_an_explicit_type_and_a_valid_key_not_run_is_none(tmp_path):
     @dataclass(frozen=True)
     class Toy:
         diff: Interval
@@ -136,6 +132,9 @@ def test_summary_from_dict_with_an_explicit_type():
     with pytest.raises(ResultsError, match=r"summary\.data: FfnData fields differ \(missing "
                                            r"\['arms', .*unknown \['diff'\]\)"):
         summary_from_dict(doc, "summary", FfnData)  # the type asked for decides, not the name
+    assert load_summary(tmp_path, "ffn", "tiny", precision="bf16") is None
+    assert load_summary(tmp_path / "no-such-folder", "quantize", "full") is None
+    assert summaries.load_summary(tmp_path, "toy", "tiny", FfnData) is None
 
 
 @pytest.mark.parametrize("suite, size, precision, needle", [
@@ -158,12 +157,6 @@ def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, pr
     # an explicit data type takes any plain suite name, but no path
     with pytest.raises(InputError, match=r"suite '\.\./ffn' is not allowed"):
         summaries.load_summary(tmp_path, "../ffn", "tiny", FfnData)
-
-
-def test_load_summary_of_a_valid_key_not_run_is_none(tmp_path):
-    assert load_summary(tmp_path, "ffn", "tiny", precision="bf16") is None
-    assert load_summary(tmp_path / "no-such-folder", "quantize", "full") is None
-    assert summaries.load_summary(tmp_path, "toy", "tiny", FfnData) is None
 
 
 def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
