@@ -17,9 +17,7 @@ def test_flags_and_model_come_from_cpuinfo(monkeypatch):
     assert env.cpu_flags(env.BF16_FLAGS) == {"avx2": True, "avx512f": True,
                                              "avx512_bf16": False, "amx_bf16": True}
     assert env.cpu_model() == "Example CPU 9000"
-
-
-def test_without_cpuinfo_no_flag_is_claimed(monkeypatch):
+    # without cpuinfo no flag is claimed
     monkeypatch.setattr(env, "_cpuinfo", lambda: [])
     assert env.cpu_flags(("avx2", "amx_int8")) == {"avx2": False, "amx_int8": False}
     assert env.cpu_model()  # platform's answer, never empty

@@ -11,7 +11,7 @@ from blocklab.experiments.suites.ffn.runs import model_config
 from blocklab.nn import DecoderLM
 
 
-def test_ffn_quick_scale_by_hand_and_by_pytorch():
+def test_ffn_quick_scale_by_hand_and_by_pytorch_and_flops_text():
     scale = get_suite("ffn").scale("quick", "C16")
     # 300 steps of 16 windows of 64 tokens
     assert scale.tokens == 300 * 16 * 64 == 307_200
@@ -21,9 +21,6 @@ def test_ffn_quick_scale_by_hand_and_by_pytorch():
     assert scale.model == "d 64 × 2 layers"
     assert scale.text() == (f"d 64 × 2 layers, {scale.params / 1e3:.3g}k parameters, 307k "
                             f"tokens, {flops_text(scale.flops)} FLOPs")
-
-
-def test_flops_text():
     assert flops_text(2.4e11) == "2.4·10^11"
     assert flops_text(4.5e19) == "4.5·10^19"
     assert flops_text(1e3) == "1·10^3"

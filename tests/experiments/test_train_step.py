@@ -48,9 +48,10 @@ def test_train_step_equals_a_hand_written_step():
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
 
 
-def test_a_refused_loss_or_a_non_finite_gradient_leaves_the_parameters_alone():
+def test_a_refused_loss_or_a_non_finite_gradient_leaves_the_parameters_alone_then_lr_is_set():
     model, tc = _model()
     optimizer, params = make_optimizer(model, tc), list(model.parameters())
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [tc.weight_decay, 0.0]
     before = [p.detach().clone() for p in params]
     batch = torch.randint(0, 256, (2, 9))
     result = train_step(model, batch, optimizer, params, lr=tc.lr, grad_clip=1.0,
@@ -62,13 +63,7 @@ def test_a_refused_loss_or_a_non_finite_gradient_leaves_the_parameters_alone():
     assert not result.stepped and not math.isfinite(result.grad_norm)
     for a, b in zip(params, before, strict=True):
         assert torch.equal(a, b)
-
-
-def test_lr_is_set_on_every_group_and_grad_clip_none_does_not_clip():
-    model, tc = _model()
-    optimizer, params = make_optimizer(model, tc), list(model.parameters())
-    assert [g["weight_decay"] for g in optimizer.param_groups] == [tc.weight_decay, 0.0]
-    batch = torch.randint(0, 256, (2, 9))
+    # on every group; grad_clip None does not clip
     result = train_step(model, batch, optimizer, params, lr=0.25, grad_clip=None)
     assert {g["lr"] for g in optimizer.param_groups} == {0.25}
     assert result.stepped and result.grad_norm > 0
