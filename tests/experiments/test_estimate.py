@@ -64,22 +64,15 @@ def test_every_planned_run_gets_a_finite_positive_price(size):
         assert ("norm-cost", "kernels") in kinds and ("ffn", "timing") in kinds
 
 
-def test_twice_the_step_time_doubles_a_training_bound_price(tmp_path):
-    specs = _all_specs("quick")
-    calibration = _fake_calibration(specs)
-    request = RunRequest(tmp_path, "quick")
-    # Twice the step time, nothing else changed: training-bound prices grow, fixed ones do not.
-    slower = _fake_calibration(specs, step_s=0.04)
-    ffn = estimate.estimate_suites(request, ["ffn"], calibration=slower).suites[0]
-    base = estimate.estimate_suites(request, ["ffn"], calibration=calibration)
-    assert ffn.untimed_s == pytest.approx(2 * base.suites[0].untimed_s)
-    assert not any(tmp_path.iterdir())
-
-
 def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     specs = _all_specs("quick")
     plan = estimate.estimate_suites(RunRequest(tmp_path, "quick"), SUITES,
                                     calibration=_fake_calibration(specs))
+    # Twice the step time, nothing else changed: training-bound prices double.
+    slower = estimate.estimate_suites(RunRequest(tmp_path, "quick"), ["ffn"],
+                                      calibration=_fake_calibration(specs, step_s=0.04))
+    assert slower.suites[0].untimed_s == pytest.approx(2 * plan.suites[0].untimed_s)
+    assert not any(tmp_path.iterdir())
     # everything with the tuned suites' tuning runs, then their evaluation
     first, second = plan.rounds
     tuned = {name for name in SUITES if get_suite(name).tune}

@@ -150,12 +150,14 @@ def test_layer_deviations_probes_every_layer_at_its_recorded_input():
     assert all(p.grad.equal(b) for p, b in zip(model.parameters(), before, strict=True))
 
 
-def test_identity_deviation_rejects_no_probes_and_a_non_square_block():
+def test_no_probes_a_non_square_block_or_no_backward_pass_are_refused():
     x = torch.zeros(1, 1, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match="at least one probe"):
         jac.identity_deviation(lambda v: v, x, [])
     with pytest.raises(ValueError, match="square"):
         jac.identity_deviation(lambda v: v[..., :1], x, [x])
+    with pytest.raises(ValueError, match="no gradient"):
+        jac.stream_sensitivity(torch.ones(1, 1, 2))
 
 
 def test_residual_sensitivity_matches_finite_differences_of_the_loss():
@@ -206,8 +208,3 @@ def test_sensitivity_ignores_a_global_rescaling_that_a_norm_divides_out():
         found.append((jac.stream_sensitivity(x), float(x.grad.norm())))
     assert [s for s, _ in found] == pytest.approx([found[0][0]] * 3, rel=1e-10)
     assert found[0][1] == pytest.approx(100 * found[1][1], rel=1e-10)
-
-
-def test_stream_sensitivity_needs_a_backward_pass():
-    with pytest.raises(ValueError, match="no gradient"):
-        jac.stream_sensitivity(torch.ones(1, 1, 2))

@@ -60,6 +60,14 @@ def test_a_training_result_round_trips_with_the_trainers_keys_in_order(trained, 
     store = ResultStore(tmp_path)
     store.save("abc", stamped)
     assert store.load("abc") == stamped and dict(store.iter_results()) == {"abc": stamped}
+    # evaluation errors are stored only when there are some
+    assert trained.final.eval_errors is None
+    assert "eval_errors" not in trained.to_dict()["final"]
+    errors = {"64": "position 64 is past max_seq_len 32"}
+    failed = dataclasses.replace(trained, final=dataclasses.replace(trained.final,
+                                                                    eval_errors=errors))
+    assert failed.to_dict()["final"]["eval_errors"] == errors
+    assert _round_trip(failed).final.eval_errors == errors
 
 
 def test_a_timing_round_trips_with_its_keys_after_status():
@@ -72,9 +80,7 @@ def test_a_timing_round_trips_with_its_keys_after_status():
     bare = RunResult("ok", extra={"value": 1.0})
     assert bare.to_dict() == {"status": "ok", "value": 1.0}
     assert _round_trip(bare) == bare
-
-
-def test_a_suite_key_named_like_a_field_but_not_of_its_type_stays_the_suites():
+    # a suite key named like a field but not of its type stays the suite's
     stored = {"status": "ok", "ms_per_step": {"rmsnorm": 1.5, "layernorm": 1.75},
               "steps_done": True}
     timing = RunResult.from_dict(stored)
@@ -82,16 +88,6 @@ def test_a_suite_key_named_like_a_field_but_not_of_its_type_stays_the_suites():
     assert timing.extra == {"ms_per_step": {"rmsnorm": 1.5, "layernorm": 1.75},
                             "steps_done": True}
     assert timing.to_dict() == stored and _round_trip(timing) == timing
-
-
-def test_eval_errors_are_stored_only_when_there_are_some(trained):
-    assert trained.final.eval_errors is None
-    assert "eval_errors" not in trained.to_dict()["final"]
-    errors = {"64": "position 64 is past max_seq_len 32"}
-    failed = dataclasses.replace(trained, final=dataclasses.replace(trained.final,
-                                                                    eval_errors=errors))
-    assert failed.to_dict()["final"]["eval_errors"] == errors
-    assert _round_trip(failed).final.eval_errors == errors
 
 
 @pytest.mark.parametrize(("result", "key"), [
