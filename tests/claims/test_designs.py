@@ -51,6 +51,15 @@ def test_spending_functions_at_hand_values():
         stats.pocock_spent_alpha(1.5)
     with pytest.raises(InputError, match="'hsd\\(3\\)' is not allowed"):
         stats.spent_by("hsd(3)", 0.5)
+    # a rule names an allowed spending function and design, refused in one line
+    with pytest.raises(InputError) as raised:
+        Rule("m", 0.5, 0.25, 4, 1.0, max_seeds=8, spending="linear")
+    message = str(raised.value)
+    assert "\n" not in message and "'linear'" in message
+    assert all(name in message for name in stats.SPENDINGS)
+    assert RULE.spending == "obf"
+    with pytest.raises(InputError, match="min_seeds 5 and max_seeds 3"):
+        Rule("m", 0.1, 0.1, 5, 1.0, max_seeds=3)
 
 
 @pytest.mark.parametrize("spending", stats.SPENDINGS)
@@ -67,15 +76,6 @@ def test_every_spending_function_spends_alpha_by_one_and_nothing_at_zero(spendin
 
 
 # --- rules that name them ------------------------------------------------------------------------
-def test_a_rule_names_an_allowed_spending_function_and_design_in_one_line():
-    with pytest.raises(InputError) as raised:
-        Rule("m", 0.5, 0.25, 4, 1.0, max_seeds=8, spending="linear")
-    message = str(raised.value)
-    assert "\n" not in message and "'linear'" in message
-    assert all(name in message for name in stats.SPENDINGS)
-    assert RULE.spending == "obf"
-    with pytest.raises(InputError, match="min_seeds 5 and max_seeds 3"):
-        Rule("m", 0.1, 0.1, 5, 1.0, max_seeds=3)
 
 
 def test_pocock_reads_its_first_look_at_a_larger_level_than_obf():

@@ -29,20 +29,7 @@ def test_a_parabola_gives_back_its_optimum_and_the_loss_left_at_the_chosen_rate(
     trials += _trials("relu", lambda lr, s: 9.0, d_model=128)  # another width: ignored
     found = lr_bias(trials, "relu", 1e-2, d_model=64)
     assert found.optimum == pytest.approx(1e-2) and found.excess == pytest.approx(0.0, abs=1e-12)
-
-
-@pytest.mark.parametrize(("chosen", "f", "why"), [
-    (3e-3, lambda lr, s: 2 + math.log(lr) ** 2, "at the grid's low edge"),
-    (1e-1, lambda lr, s: 2 + math.log(lr) ** 2, "at the grid's high edge"),
-    (1e-2, lambda lr, s: 2 - 0.1 * math.log(lr / 1e-2) ** 2, "curving down: no minimum"),
-    (1e-2, lambda lr, s: None if lr == 3e-2 else 2.0, "a neighbour did not count"),
-])
-def test_no_bias_is_read_where_the_curve_gives_no_optimum(chosen, f, why):
-    found = lr_bias(_trials("swiglu", f), "swiglu", chosen)
-    assert found == LrBias("swiglu", chosen, None, None), why
-
-
-def test_the_optimum_is_never_read_past_the_neighbours_tried():
+    # the optimum is never read past the neighbours tried
     # nearly straight: the vertex lies far past 3e-2, and is clipped there
     xs = [math.log(v) for v in (3e-3, 1e-2, 3e-2)]
     x_star, a = vertex(xs, [2.3, 2.0, 1.75])
@@ -56,3 +43,14 @@ def test_the_optimum_is_never_read_past_the_neighbours_tried():
     assert comparison_bias(arm, base, 2.0) == pytest.approx(100 * 0.010 / 2.0)
     assert comparison_bias(LrBias("glu", 1e-2, None, None), base, 2.0) is None
     assert comparison_bias(arm, base, None) is None
+
+
+@pytest.mark.parametrize(("chosen", "f", "why"), [
+    (3e-3, lambda lr, s: 2 + math.log(lr) ** 2, "at the grid's low edge"),
+    (1e-1, lambda lr, s: 2 + math.log(lr) ** 2, "at the grid's high edge"),
+    (1e-2, lambda lr, s: 2 - 0.1 * math.log(lr / 1e-2) ** 2, "curving down: no minimum"),
+    (1e-2, lambda lr, s: None if lr == 3e-2 else 2.0, "a neighbour did not count"),
+])
+def test_no_bias_is_read_where_the_curve_gives_no_optimum(chosen, f, why):
+    found = lr_bias(_trials("swiglu", f), "swiglu", chosen)
+    assert found == LrBias("swiglu", chosen, None, None), why

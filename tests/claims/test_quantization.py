@@ -55,7 +55,7 @@ def _data(ffn, attn, n=5, int8=True):
                         gate_up_scale_ratio=[1.1], merged_tensor_loss_penalty=Interval(0))
 
 
-def test_c32_is_confirmed_only_when_its_stated_reason_holds_too():
+def test_c32_is_confirmed_only_when_its_stated_reason_holds_too(tmp_path):
     # FFN-only int8 is faster and fastest, but the FFN holds 70.1% of Llama 3 8B's prefill
     # FLOPs, not ~99% (an exact count, C23's): the claim is mixed, never confirmed.
     parts, numbers = c32_parts(_data(1.8, 1.2))
@@ -69,9 +69,7 @@ def test_c32_is_confirmed_only_when_its_stated_reason_holds_too():
     assert combine_c32(*parts[:2], held) == "confirmed"
     assert numbers["ffn_flop_share"] == 0.6 and numbers["ffn_time_share"] == 0.5
     assert numbers["bound_ffn"] == 2.0 and numbers["estimate_ffn"] == 1 / (0.5 + 0.25)
-
-
-def test_c32_slower_is_never_refuted_by_its_timings():
+    # slower: never refuted by its timings
     parts, _ = c32_parts(_data(0.3, 0.4))
     assert all(p.verdict != "refuted" for p in parts[:2])
     held = dataclasses.replace(parts[2], verdict="confirmed")
@@ -82,9 +80,7 @@ def test_c32_slower_is_never_refuted_by_its_timings():
     # too few repeats: inconclusive
     parts, _ = c32_parts(_data(1.8, 1.2, n=2))
     assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
-
-
-def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_path):
+    # without int8 instructions: untestable, never contradicted
     data = _data(0.3, 0.4, int8=False)
     parts, _ = c32_parts(data)
     assert all(p.verdict == "not-reproduced-at-this-scale" for p in parts[:2])

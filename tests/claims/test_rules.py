@@ -122,6 +122,18 @@ def test_an_inconclusive_part_says_what_would_decide_it():
     # None: more than the search goes.
     far = decide(RULE, t_estimate(-1.0 + 1e-4, 1.2, 6))
     assert far.seeds_needed is None and "more than 10,000" in far.reason
+    # the deciding interval is labelled with its coverage
+    found = decide(RULE, t_estimate(-1.99, 1.0, 5), 0.0036)
+    assert found.interval.label == "99.64% CI"
+    assert found.reason.startswith(f"the 99.64% CI {found.interval.bracket} ")
+    assert rules.confidence_text(0.95) == "95%" and rules.confidence_text(0.99978) == "99.978%"
+    part = Part.of("x", RULE, t_estimate(-1.99, 1.0, 5), found).to_dict()
+    assert part["interval"] == {"low": found.interval.low, "high": found.interval.high,
+                                "confidence": pytest.approx(1 - 0.0036)}
+    # no interval below two seeds, and none on a part decided without a test
+    assert decide(RULE, Estimate(-2.0, None, None, 1)).interval is None
+    assert failed_runs_part("p", RULE, Interval(-1.0, -2.0, 0.0, 5, 1.0), 1).to_dict()[
+        "interval"] is None
 
 
 @pytest.mark.parametrize("level", [0.05, 0.01, 0.0036, 0.0002])
@@ -186,20 +198,6 @@ def test_the_t_distribution_and_the_tost_are_scipys():
     upper = sps.ttest_1samp(d, popmean=0.15, alternative="less").pvalue
     p = rules._tost(float(d.mean()), -0.15, 0.15, se, se, d.size - 1)
     assert p == pytest.approx(max(lower, upper), rel=1e-10)
-
-
-def test_the_interval_is_labelled_with_its_coverage():
-    found = decide(RULE, t_estimate(-1.99, 1.0, 5), 0.0036)
-    assert found.interval.label == "99.64% CI"
-    assert found.reason.startswith(f"the 99.64% CI {found.interval.bracket} ")
-    assert rules.confidence_text(0.95) == "95%" and rules.confidence_text(0.99978) == "99.978%"
-    part = Part.of("x", RULE, t_estimate(-1.99, 1.0, 5), found).to_dict()
-    assert part["interval"] == {"low": found.interval.low, "high": found.interval.high,
-                                "confidence": pytest.approx(1 - 0.0036)}
-    # no interval below two seeds, and none on a part decided without a test
-    assert decide(RULE, Estimate(-2.0, None, None, 1)).interval is None
-    assert failed_runs_part("p", RULE, Interval(-1.0, -2.0, 0.0, 5, 1.0), 1).to_dict()[
-        "interval"] is None
 
 
 def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():

@@ -158,7 +158,7 @@ def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     assert alone.target == 4 and covered.target > 4
 
 
-def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, monkeypatch):
+def test_every_look_grades_the_request_and_runs_whatever_the_clock_says(tmp_path, monkeypatch):
     """Each look's ledger reads the request the suites ran under, precision included."""
     from blocklab.claims import sequential
 
@@ -180,6 +180,18 @@ def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, mo
     assert ctx.precision_of("ffn") == "bf16" and ctx.precision_of("norm-cost") == "fp32"
     # the bf16 folders record the rules that grade them, as fp32 folders do
     assert recorded == [suite_rules("tiny")]
+    # The looks run are the design's whatever the clock reads (10⁴× slower); a cap cuts whole
+    # looks and names them.
+    looks, added = _fake_plan_run(tmp_path, monkeypatch)
+    assert added == [(3, 5), (5, 7)]  # C33's design 3, 5, 7, 8: decided at 7 ≥ 6
+    assert looks.stopped == "every part is decided or at its last look" and not looks.cut
+    ticks = iter(range(0, 10**9, 10**5))
+    monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(ticks)))
+    slow, slow_added = _fake_plan_run(tmp_path, monkeypatch)
+    assert slow_added == added and slow.stopped == looks.stopped
+    capped, capped_added = _fake_plan_run(tmp_path, monkeypatch, admitted=1)
+    assert capped_added == [(3, 5)]
+    assert capped.cut == ["C33 p to n = 7"] and "admits 1 further look(s)" in capped.stopped
 
 
 def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path, tiny_runs):
@@ -289,23 +301,6 @@ def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
                                  ["quantize"], plan=plan, run=lambda rules: {}, workers=2,
                                  echo=lambda s: None)
     return looks, added
-
-
-def test_the_plan_runs_every_look_whatever_the_clock_and_workers_say(tmp_path, monkeypatch):
-    """The looks run are the design's whatever the clock reads (10⁴× slower); a cap cuts
-    whole looks and names them."""
-    from blocklab.claims import sequential
-
-    looks, added = _fake_plan_run(tmp_path, monkeypatch)
-    assert added == [(3, 5), (5, 7)]  # C33's design 3, 5, 7, 8: decided at 7 ≥ 6
-    assert looks.stopped == "every part is decided or at its last look" and not looks.cut
-    ticks = iter(range(0, 10**9, 10**5))
-    monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(ticks)))
-    slow, slow_added = _fake_plan_run(tmp_path, monkeypatch)
-    assert slow_added == added and slow.stopped == looks.stopped
-    capped, capped_added = _fake_plan_run(tmp_path, monkeypatch, admitted=1)
-    assert capped_added == [(3, 5)]
-    assert capped.cut == ["C33 p to n = 7"] and "admits 1 further look(s)" in capped.stopped
 
 
 def test_a_run_adds_seeds_to_open_parts_alike_at_any_price_and_records_the_rules(tmp_path):
