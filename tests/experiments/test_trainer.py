@@ -143,7 +143,7 @@ def test_init_stds_by_hand(tiny_model, scheme, changes, stds, gain):
         assert model.layers[3].ffn.gate_proj(x).std().item() == pytest.approx(1.0, rel=0.03)
 
 
-def test_xavier_init_bounds_and_norm_gains(tiny_model):
+def test_xavier_init_bounds_and_norm_gains_and_the_default_init_seeded_per_module(tiny_model):
     model = DecoderLM(tiny_model.replace(norm="layernorm"))
     INITS["xavier"](model, 0, 2)
     w = model.layers[0].ffn.up_proj.weight
@@ -151,9 +151,6 @@ def test_xavier_init_bounds_and_norm_gains(tiny_model):
     assert w.abs().max().item() <= bound and w.abs().max().item() > 0.9 * bound
     assert torch.all(model.layers[0].attn_norm.weight == 1)
     assert torch.all(model.layers[0].attn_norm.bias == 0)
-
-
-def test_default_init_is_seeded_per_module(tiny_model):
     models = [DecoderLM(tiny_model) for _ in range(2)]
     for m in models:
         INITS["default"](m, 4, 2)
@@ -324,14 +321,12 @@ def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, ti
 
 
 # --- the end-of-run evaluation --------------------------------------------------------------------
-def test_final_eval_is_at_least_a_periodic_evaluation_and_all_of_validation_at_most():
+def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
+    # at least a periodic evaluation, all of validation at most
     assert final_window_count(1000, 10, 0.001, minimum=16) == 16  # never fewer than periodic
     assert final_window_count(1000, 10, 1.0, minimum=4) == 99  # (1000 - 1) // 10 fit apart
     assert final_window_count(1000, 10, 0.5, minimum=4) == 50
     assert final_window_count(1001, 10, 0.5, minimum=4) == 51  # ceil: at least the fraction
-
-
-def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
     val = load_corpus("stdlib").val
     cfg = tiny_train.replace(eval_every=1, final_eval_fraction=0.002)  # 8 periodic evals
     model, result = tr.train(tiny_model, cfg)
@@ -384,11 +379,6 @@ def test_an_evaluation_crash_propagates_and_only_a_short_table_reads_as_unavaila
 
 
 # --- nested-width training ----------------------------------------------------------------------
-def test_nested_widths_need_an_eager_backend(tiny_train):
-    with pytest.raises(InputError, match="TrainConfig.backend='compiled'"):
-        tiny_train.replace(backend="compiled", nested_widths=[8])
-
-
 def test_nested_loss_is_the_mean_of_the_losses_at_each_width_by_hand():
     """A hand case: the mean of three cross-entropies, each computed with the FFN's dropped
     channels zeroed in a copy of the model (no narrowing involved)."""
@@ -423,10 +413,13 @@ def test_nested_run_trains_every_width_and_a_width_past_d_ff_is_refused(tiny_tra
                            plain_model.layers[0].ffn.gate_proj.weight)
     with pytest.raises(ConfigError, match=r"nested_widths=\[128\] .* d_ff = 64"):
         tr.train(mc, tiny_train.replace(nested_widths=[128]))
+    with pytest.raises(InputError, match="TrainConfig.backend='compiled'"):  # eager only
+        tiny_train.replace(backend="compiled", nested_widths=[8])
 
 
 # --- did the run learn? ------------------------------------------------------------------------
-def test_a_run_at_the_unigram_reference_did_not_learn(tiny_model, tiny_train):
+def test_a_run_at_the_unigram_reference_did_not_learn_and_one_that_learned_is_ok(tiny_model,
+                                                                                 tiny_train):
     """A run whose loss stays at the frequencies (an lr too small to move it) is a failure of
     its own kind, with a reason naming both references, never an "ok" measurement."""
     cfg = tiny_train.replace(lr=1e-7, steps=4, learn_margin=0.25)
@@ -439,9 +432,7 @@ def test_a_run_at_the_unigram_reference_did_not_learn(tiny_model, tiny_train):
     assert "25%" in result.reason
     # The same run without a registered margin is "ok": the status is the suite's rule.
     assert tr.run(tiny_model, cfg.replace(learn_margin=None)).status == "ok"
-
-
-def test_a_run_that_learned_is_ok_and_records_how_far(tiny_model, tiny_train):
+    # A run that learned is ok and records how far.
     result = tr.run(tiny_model, tiny_train.replace(steps=150, batch_size=8, lr=1e-2,
                                                    learn_margin=0.25, eval_every=0))
     final = result.final
