@@ -35,7 +35,7 @@ def test_threads_and_jobs_beyond_this_machine(tmp_path, one_line_exit_2, argv, v
     assert not list(tmp_path.iterdir())
 
 
-# --- --executor, --jobs, --plan and --budget together --------------------------------------------
+# --- --executor, --jobs, --plan and --budget together; the ladder's options ----------------------
 @pytest.mark.parametrize("argv,needle", [
     (["report", "--plan", "--executor", "ray", "--jobs", "2"], "--jobs"),
     (["report", "--plan", "--address", "10.0.0.1:6379"], "--address"),
@@ -44,6 +44,12 @@ def test_threads_and_jobs_beyond_this_machine(tmp_path, one_line_exit_2, argv, v
     (["report", "--budget", "nan"], "--budget nan is not allowed; expected minutes in [0, 100000]"),
     (["suite", "ffn", "--tiny", "--budget", "5", "--seeds", "2"], "leave out --seeds"),
     (["suite", "ffn", "--tiny", "--budget", "5", "--precision", "bf16"], "--precision"),
+    (["ladder", "C36"],
+     "claim 'C36' has no ladder; allowed: ['C16', 'C18', 'C19', 'C21', 'C30']"),
+    (["ladder", "C16", "--precision", "fp16"], "--precision 'fp16' is not allowed"),
+    (["ladder", "C16", "--budget", "-1"], "--budget -1.0 is not allowed"),
+    (["ladder", "C16", "--budget", "inf"], "--budget inf is not allowed"),
+    (["ladder", "C16", "--jobs", "0"], "--jobs"),
 ])
 def test_plan_and_budget_with_bad_input(tmp_path, one_line_exit_2, argv, needle):
     one_line_exit_2([*argv, "--results", str(tmp_path / "runs")], needle)

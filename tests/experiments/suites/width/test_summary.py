@@ -19,25 +19,15 @@ from blocklab.experiments.suites.width.summary import _loss_at, width_cost
 from blocklab.nn import DecoderLM, narrowed
 
 
-@pytest.fixture
-def tiny_summary(tiny_runs):
-    """The session's tiny runs: (their folder, the width summary)."""
-    return tiny_runs, load_summary(tiny_runs, "width", "tiny")
-
-
-def _stored(root, options):
+def test_tiny_end_to_end_width_losses_against_the_runs_own_evaluation(tiny_runs):
+    summary = load_summary(tiny_runs, "width", "tiny")
     suite = get_suite("width")
-    store = ResultStore(root / "width" / options.folder())
-    tuned_store = ResultStore(root / "width" / options.folder(tuning=True))
+    options = RunOptions.for_suite(suite, "tiny")
+    tuned_store = ResultStore(tiny_runs / "width" / options.folder(tuning=True))
     tuned = [(s, tuned_store.load(s.run_id)) for s in width.tune(options, [])
              if tuned_store.has(s.run_id)]
-    return [(s, store.load(s.run_id)) for s in suite.plan(options, tuned)], tuned
-
-
-def test_tiny_end_to_end_width_losses_against_the_runs_own_evaluation(tiny_summary):
-    root, summary = tiny_summary
-    options = RunOptions.for_suite(get_suite("width"), "tiny")
-    runs, tuned = _stored(root, options)
+    store = ResultStore(tiny_runs / "width" / options.folder())
+    runs = [(s, store.load(s.run_id)) for s in suite.plan(options, tuned)]
     n = len(options.seeds)
     size = width.SIZES["tiny"]
     m = size.d_ff
