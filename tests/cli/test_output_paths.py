@@ -41,28 +41,23 @@ def test_a_name_too_long_names_the_option(tmp_path, monkeypatch, one_line_exit_2
     assert "Errno" not in line and not any(tmp_path.iterdir())  # nothing created
 
 
-@pytest.mark.parametrize("locked", ["ffn", "ffn/tiny+tuning", "ffn/tiny"])
-def test_suite_folder_not_writable_is_refused_before_training(tmp_path, blocklab, one_line_exit_2,
-                                                              read_only, locked):
-    """The results folder is writable, a folder the suite writes under it is not: refused up
+@pytest.mark.parametrize(("command", "locked"), [
+    *((["suite", "ffn", "--tiny"], locked) for locked in ("ffn", "ffn/tiny+tuning", "ffn/tiny")),
+    (["report", "--tiny", "--out", "{tmp}/report"], "position/tiny"),  # every suite it runs
+])
+def test_a_suite_folder_not_writable_is_refused_before_training(tmp_path, blocklab,
+                                                                one_line_exit_2, read_only,
+                                                                command, locked):
+    """The results folder is writable, a folder a suite writes under it is not: refused up
     front, naming that folder, instead of failing on a temporary file after a run trained."""
     results = tmp_path / "runs"
     read_only(results / locked)
-    proc = blocklab("suite", "ffn", "--tiny", "--no-progress", "--results", str(results),
-                    bound_by_modes=True)
+    proc = blocklab(*(a.format(tmp=tmp_path) for a in command), "--no-progress", "--results",
+                    str(results), bound_by_modes=True)
     line = one_line_exit_2(proc)
     assert f"--results '{results}'" in line and f"'{results / locked}' is not writable" in line
     assert not list(results.rglob("*.json")) and not (results / "ffn" / ".lock").exists()
-
-
-def test_report_checks_every_suite_folder_it_will_run_into(tmp_path, blocklab, one_line_exit_2,
-                                                           read_only):
-    results = tmp_path / "runs"
-    read_only(results / "position" / "tiny")
-    proc = blocklab("report", "--tiny", "--no-progress", "--results", str(results), "--out",
-                    str(tmp_path / "report"), bound_by_modes=True)
-    assert f"'{results / 'position' / 'tiny'}' is not writable" in one_line_exit_2(proc)
-    assert not list(results.rglob("*.json")) and not (tmp_path / "report").exists()
+    assert not (tmp_path / "report").exists()
 
 
 # --- train --config refused: no empty --out folder -----------------------------------------------
