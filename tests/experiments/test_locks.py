@@ -215,13 +215,11 @@ def test_cli_names_the_file_a_full_disk_stopped(tmp_path, monkeypatch, capsys):
     (["report", "--tiny", "--results", "{file}"], "--results"),
     (["report", "--tiny", "--plan", "--results", "{file}"], "--results"),
 ])
-def test_a_results_or_out_folder_that_is_a_file(tmp_path, capsys, argv, option):
+def test_a_results_or_out_folder_that_is_a_file(tmp_path, one_line_exit_2, argv, option):
     file = tmp_path / "taken"
     file.write_text("not a folder")
-    code = main([a.replace("{file}", str(file)) for a in argv])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1, err
-    assert err[0].startswith(f"error: {option} ") and str(file) in err[0] and "file" in err[0]
+    line = one_line_exit_2([a.replace("{file}", str(file)) for a in argv], str(file), "file")
+    assert line.startswith(f"error: {option} ")
     assert not (tmp_path / "ffn").exists()
 
 
@@ -368,16 +366,15 @@ def test_a_machine_lock_path_that_is_no_lock_file(tmp_path, monkeypatch, make, r
     ["train", "--steps", "1"],
     ["suite", "ffn", "--tiny", "--seeds", "1", "--no-progress", "--jobs", "1"],
 ])
-def test_cli_says_a_lock_it_cannot_open_on_one_line(tmp_path, monkeypatch, capsys, argv):
+def test_cli_says_a_lock_it_cannot_open_on_one_line(tmp_path, monkeypatch, one_line_exit_2,
+                                                    argv):
     (tmp_path / "file").write_text("")
     path = tmp_path / "file" / "machine.lock"
     monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(path))
     monkeypatch.chdir(tmp_path)
-    code = main([*argv, *(["--results", str(tmp_path / "runs")] if argv[0] == "suite" else [])])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1, err
-    assert err[0].startswith(f"error: cannot open the lock file {path}")
-    assert "$BLOCKLAB_MACHINE_LOCK" in err[0]
+    results = ["--results", str(tmp_path / "runs")] if argv[0] == "suite" else []
+    line = one_line_exit_2([*argv, *results], "$BLOCKLAB_MACHINE_LOCK")
+    assert line.startswith(f"error: cannot open the lock file {path}")
 
 
 # --- one machine lock, whatever each shell's TMPDIR -----------------------------------------------
@@ -402,24 +399,13 @@ def two_tmpdirs(monkeypatch):
 
 def test_two_shells_with_other_tmpdirs_share_the_machine_lock(two_tmpdirs):
     """The bug: the lock lived in $TMPDIR, so a shell with another TMPDIR timed beside a
-    training run instead of waiting for it."""
-    a, b = (_without_named_lock(folder) for folder in two_tmpdirs)
+    training run instead of waiting for it. One path, so one lock: a timing waits for a
+    training run's hold of it (test_timing_and_training_wait_for_each_other_and_say_so)."""
     show = "from blocklab.experiments.locks import machine_lock_path as p; print(p())"
-    paths = [subprocess.run([sys.executable, "-c", show], env=env, capture_output=True,
-                            text=True, check=True).stdout.strip() for env in (a, b)]
+    paths = [subprocess.run([sys.executable, "-c", show], env=_without_named_lock(folder),
+                            capture_output=True, text=True, check=True).stdout.strip()
+             for folder in two_tmpdirs]
     assert paths == ["/tmp/blocklab-machine.lock"] * 2  # /tmp: every user's, whatever TMPDIR
-    trains = _hold_machine_lock("shared", 1.5, env=a)
-    times = subprocess.run([sys.executable, "-c", textwrap.dedent("""
-        import json, time
-        from blocklab.experiments.locks import machine_lock
-        said, start = [], time.monotonic()
-        with machine_lock(exclusive=True, echo=said.append):
-            print(json.dumps({"waited": time.monotonic() - start, "said": said}))
-        """)], capture_output=True, text=True, env=b, timeout=60)
-    trains.wait()
-    out = json.loads(times.stdout)
-    assert out["waited"] > 0.5, out
-    assert out["said"] and "waiting for other blocklab runs" in out["said"][0]
 
 
 @needs_root
