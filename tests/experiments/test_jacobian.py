@@ -45,7 +45,7 @@ def _frobenius_per_entry(m: np.ndarray) -> float:
     return float(np.linalg.norm(m) / math.sqrt(m.shape[0]))
 
 
-def test_hand_case_zero_sublayer_pre_is_identity_post_is_the_norm_jacobian():
+def test_hand_case_pre_and_post_jacobians_with_a_zero_sublayer_and_another():
     pre, post, x = _hand_case(np.zeros((2, 2)))
     probes = _basis(x.shape)
     # Pre-norm with F ≡ 0: y = x, J = I exactly.
@@ -61,9 +61,7 @@ def test_hand_case_zero_sublayer_pre_is_identity_post_is_the_norm_jacobian():
     assert got.gain == pytest.approx(_frobenius_per_entry(j_n), abs=1e-12)
     # A norm scales a stream of RMS √5 down to 1: nearly all of J_N is not the identity.
     assert got.deviation > 0.5
-
-
-def test_hand_case_with_a_sublayer_matches_the_reference_jacobians():
+    # With a sublayer: the reference Jacobians.
     matrix = np.array([[0.3, -0.7], [0.2, 0.5]])  # not symmetric: A·J_N ≠ J_N·A
     pre, post, x = _hand_case(matrix)
     want = ref.residual_paths([1.0, 3.0], matrix, eps=EPS)
