@@ -19,7 +19,7 @@ TINY = ["train", "--d-model", "32", "--n-layers", "2", "--n-heads", "2", "--step
         "--no-progress", "--json"]
 
 
-def test_torchrun_rank_from_the_environment():
+def test_torchrun_rank_from_the_environment(monkeypatch):
     assert distributed.torchrun_rank({}) is None
     assert distributed.torchrun_rank(TORCHRUN) == distributed.Rank(1, 2, 1)
     with pytest.raises(ValueError, match=r"together; only \['RANK'\]"):
@@ -28,6 +28,13 @@ def test_torchrun_rank_from_the_environment():
         distributed.torchrun_rank({**TORCHRUN, "RANK": "2"})
     with pytest.raises(ValueError, match="must be integers"):
         distributed.torchrun_rank({**TORCHRUN, "RANK": "x"})
+    # outside torchrun nothing is initialised
+    for name in TORCHRUN:
+        monkeypatch.delenv(name, raising=False)
+    with distributed.process_group("cpu") as rank:
+        assert rank is None and not distributed.active()
+    assert distributed.rank_and_world_size() == (0, 1) and distributed.is_main()
+    assert distributed.describe() == {}
 
 
 def test_ranks_take_disjoint_slices_that_make_up_the_global_batch():
@@ -38,15 +45,6 @@ def test_ranks_take_disjoint_slices_that_make_up_the_global_batch():
     assert distributed.local_rows(6, 0, 1) == slice(0, 6)
     with pytest.raises(ValueError, match="batch_size=6 does not split over 4 ranks"):
         distributed.local_rows(6, 0, 4)
-
-
-def test_outside_torchrun_nothing_is_initialised(monkeypatch):
-    for name in TORCHRUN:
-        monkeypatch.delenv(name, raising=False)
-    with distributed.process_group("cpu") as rank:
-        assert rank is None and not distributed.active()
-    assert distributed.rank_and_world_size() == (0, 1) and distributed.is_main()
-    assert distributed.describe() == {}
 
 
 def test_indivisible_global_batch_fails_before_joining_the_group(tmp_path, monkeypatch, capsys):

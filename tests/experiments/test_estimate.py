@@ -93,6 +93,9 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     assert estimate.makespan([3.0, 1.0, 1.0, 1.0], 2) == 3.0
     assert estimate.makespan([1.0, 1.0, 1.0], 2, start=5.0) == 7.0  # the last run's tail
     assert estimate.makespan([], 4) == 0.0
+    assert estimate.hours(40) == "40 s" and estimate.hours(600) == "10 min"
+    assert estimate.hours(9000) == "2.5 h"
+    assert json.dumps(estimate.hours(float("inf"))) == '"\\u2014"'
 
 
 def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
@@ -185,9 +188,3 @@ def test_report_plan_calibrates_runs_nothing_and_prints_the_estimate(tmp_path, c
     assert "Plan of work: further looks if every part stayed open:" in out
     assert "a cap of 1000.0 h admits 2 of them, whole looks from the first" in out
     assert not any(tmp_path.iterdir())
-
-
-def test_hours():
-    assert estimate.hours(40) == "40 s" and estimate.hours(600) == "10 min"
-    assert estimate.hours(9000) == "2.5 h"
-    assert json.dumps(estimate.hours(float("inf"))) == '"\\u2014"'
