@@ -28,7 +28,9 @@ def test_shazeer_2020_at_its_own_scale_and_every_anchor_of_a_real_claim():
     for claim in ("C16", "C18", "C19", "C21", "C30", "C32"):
         assert reading(claim)
     assert anchors("C01") == [] and reading("C01") is None
-    # the ledger row carries its scale and the papers
+
+
+def test_the_ledger_row_carries_its_scale_and_the_papers():
     [c16] = [r.to_dict() for r in run_claims(["C16"])]
     assert c16["scale"]["model"] == "d 64 × 2 layers" and c16["scale"]["tokens"] == 307_200
     assert c16["scale"]["text_zh"].startswith("d 64 × 2 层")
@@ -37,9 +39,12 @@ def test_shazeer_2020_at_its_own_scale_and_every_anchor_of_a_real_claim():
     assert c16["anchor_reading"] == reading("C16")
     [c01] = [r.to_dict() for r in run_claims(["C01"])]
     assert c01["scale"] is None and c01["anchors"] == []
-    # An effect is keyed by an arm of C16 or a part's name (C21, C30), and the position
-    # effects are the change in loss from the table's perplexities, by hand: 100 · ln(ppl_long
-    # / ppl_L) / ln(ppl_L).
+
+
+def test_each_effect_names_a_registered_part_and_is_the_tables_own_number_by_its_source():
+    """An effect is keyed by an arm of C16 or a part's name (C21, C30), and the position
+    effects are the change in loss from the table's perplexities, by hand:
+    100 · ln(ppl_long / ppl_L) / ln(ppl_L)."""
     import math
 
     from blocklab.claims.registry import registered

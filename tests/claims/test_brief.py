@@ -129,22 +129,6 @@ def test_a_line_fits_whichever_verdict_its_claim_gets(graded):
             for lang in LANGS:
                 text = line(replace(r, verdict=verdict), lang, "?")
                 assert len(text) <= LONGEST, (r.id, verdict, len(text), text)
-    # A claim a contributor adds with no STATEMENT or FOUND entry: its restated claim and its
-    # finding's first sentence, each cut at a space and ended with '…', still one line of at
-    # most 200 characters.
-    c16 = next(r for r in graded if r.id == "C16")
-    long = "word " * 80
-    added = replace(c16, id="C99", claim=long + "end.", claim_zh="长" * 300,
-                    summary=long + "first. Second sentence.", summary_zh="短句。第二句。")
-    for lang in LANGS:
-        b = brief(added, lang, _symbol(added))
-        assert len(line(added, lang, _symbol(added))) <= LONGEST
-        assert b.statement.endswith("…") and "end" not in b.statement
-    assert found(added, "en").startswith("word word") and found(added, "en").endswith("…")
-    assert found(added, "zh") == "短句。"
-    short = replace(added, claim="A short claim.", summary="Found 3. More.")
-    assert brief(short, "en", "✓").statement == "A short claim."
-    assert found(short, "en") == "Found 3."
 
 
 def test_graded_claims_show_their_numbers_and_unrun_ones_say_so(graded, unrun):
@@ -173,7 +157,9 @@ def test_a_part_shows_the_interval_that_decided_it(graded):
     c23 = next(r for r in graded if r.id == "C23")
     assert not _unheld(c23, found(c23, "en"))
     assert _unheld(c23, "FFN 99.5% of prefill FLOPs") == ["99.5"]
-    # a link wraps the id
+
+
+def test_a_link_wraps_the_id_and_a_failed_check_says_so(graded):
     r = graded[0]
     assert line(r, "en", "✓", "report/index.html#C01") == (
         "[C01](report/index.html#C01)" + line(r, "en", "✓").removeprefix("C01"))
@@ -182,3 +168,22 @@ def test_a_part_shows_the_interval_that_decided_it(graded):
     assert found(failed, "en") == "the check failed to run"
     assert found(failed, "zh") == "检查运行失败"
     assert "! error · " in line(failed, "en", VERDICT_STYLES[ERROR].symbol)
+
+
+def test_a_claim_without_its_own_entries_is_clipped_into_one_line(graded):
+    """A claim a contributor adds with no STATEMENT or FOUND entry: its restated claim and its
+    finding's first sentence, each cut at a space and ended with '…', still one line of at most
+    200 characters."""
+    c16 = next(r for r in graded if r.id == "C16")
+    long = "word " * 80
+    added = replace(c16, id="C99", claim=long + "end.", claim_zh="长" * 300,
+                    summary=long + "first. Second sentence.", summary_zh="短句。第二句。")
+    for lang in LANGS:
+        b = brief(added, lang, _symbol(added))
+        assert len(line(added, lang, _symbol(added))) <= LONGEST
+        assert b.statement.endswith("…") and "end" not in b.statement
+    assert found(added, "en").startswith("word word") and found(added, "en").endswith("…")
+    assert found(added, "zh") == "短句。"
+    short = replace(added, claim="A short claim.", summary="Found 3. More.")
+    assert brief(short, "en", "✓").statement == "A short claim."
+    assert found(short, "en") == "Found 3."

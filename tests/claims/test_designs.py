@@ -51,15 +51,6 @@ def test_spending_functions_at_hand_values():
         stats.pocock_spent_alpha(1.5)
     with pytest.raises(InputError, match="'hsd\\(3\\)' is not allowed"):
         stats.spent_by("hsd(3)", 0.5)
-    # a rule names an allowed spending function and design, refused in one line
-    with pytest.raises(InputError) as raised:
-        Rule("m", 0.5, 0.25, 4, 1.0, max_seeds=8, spending="linear")
-    message = str(raised.value)
-    assert "\n" not in message and "'linear'" in message
-    assert all(name in message for name in stats.SPENDINGS)
-    assert RULE.spending == "obf"
-    with pytest.raises(InputError, match="min_seeds 5 and max_seeds 3"):
-        Rule("m", 0.1, 0.1, 5, 1.0, max_seeds=3)
 
 
 @pytest.mark.parametrize("spending", stats.SPENDINGS)
@@ -76,6 +67,15 @@ def test_every_spending_function_spends_alpha_by_one_and_nothing_at_zero(spendin
 
 
 # --- rules that name them ------------------------------------------------------------------------
+def test_a_rule_names_an_allowed_spending_function_and_design_in_one_line():
+    with pytest.raises(InputError) as raised:
+        Rule("m", 0.5, 0.25, 4, 1.0, max_seeds=8, spending="linear")
+    message = str(raised.value)
+    assert "\n" not in message and "'linear'" in message
+    assert all(name in message for name in stats.SPENDINGS)
+    assert RULE.spending == "obf"
+    with pytest.raises(InputError, match="min_seeds 5 and max_seeds 3"):
+        Rule("m", 0.1, 0.1, 5, 1.0, max_seeds=3)
 
 
 def test_pocock_reads_its_first_look_at_a_larger_level_than_obf():
@@ -90,7 +90,9 @@ def test_pocock_reads_its_first_look_at_a_larger_level_than_obf():
         assert sum(look_level(rule, n) for n in rule.schedule) == pytest.approx(ALPHA)
         assert sum(look_level(rule, n, ALPHA / 3) for n in rule.schedule) == pytest.approx(
             ALPHA / 3)
-    # a fixed design has one look, at max_seeds
+
+
+def test_a_fixed_design_has_one_look_at_max_seeds():
     fixed = Rule("m", 0.5, 0.25, 4, 1.0, max_seeds=8, spending="fixed")
     assert fixed.schedule == (8,) and fixed.min_seeds == 4
     assert fixed.next_look(4) == 8 and fixed.next_look(8) is None
@@ -162,13 +164,6 @@ def test_a_decision_is_wrong_exactly_on_the_wrong_side_of_the_boundary():
     band = Rule("m", 1.0, 1.0, 4, 0.0, test="equivalence", max_seeds=8)
     assert D.wrong(band, confirmed, 1.0) and not D.wrong(band, confirmed, 0.5)
     assert D.wrong(band, not_reproduced, -1.0) and not D.wrong(band, not_reproduced, 1.5)
-    # the simulated estimates are the report's t intervals
-    data = np.random.default_rng(3).normal(0.2, 1.0, (4, 2, 8))
-    found = D.EstimatesByLook(data).at(1, 5)[2]
-    iv = stats.paired_interval(data[2, 1, :5])
-    assert (found.value, found.ci_low, found.ci_high, found.sd) == pytest.approx(
-        (iv.value, iv.ci_low, iv.ci_high, iv.sd), rel=1e-12)
-    assert found.n == 5
 
 
 def test_a_claims_simulation_is_deterministic_and_the_criterion_reads_it():
@@ -198,3 +193,12 @@ def test_a_claims_simulation_is_deterministic_and_the_criterion_reads_it():
     choice = D.choose(D.ClaimSimulation(model, results, runs, {}))
     assert choice.spending == "obf" and "fixed" not in choice.eligible
     assert choice.eligible == ("obf", "pocock")
+
+
+def test_the_simulated_estimates_are_the_reports_t_intervals():
+    data = np.random.default_rng(3).normal(0.2, 1.0, (4, 2, 8))
+    found = D.EstimatesByLook(data).at(1, 5)[2]
+    iv = stats.paired_interval(data[2, 1, :5])
+    assert (found.value, found.ci_low, found.ci_high, found.sd) == pytest.approx(
+        (iv.value, iv.ci_low, iv.ci_high, iv.sd), rel=1e-12)
+    assert found.n == 5

@@ -145,8 +145,7 @@ def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change,
     assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]
 
 
-def test_c16_counts_failed_runs_and_decides_a_gain_only_where_each_lr_bias_reading_agrees(
-        tmp_path):
+def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
     """Each part counts its arm's and ReLU's failed runs; a never-made run is no failure."""
     fine = ci(-1.5, -2.0, -1.0)
     data = _ffn_data(fine, fine, fine)
@@ -161,8 +160,11 @@ def test_c16_counts_failed_runs_and_decides_a_gain_only_where_each_lr_bias_readi
     assert "1 run(s) failed (diverged, stuck or did not learn: relu 1)" in parts["geglu"].reason
     assert "1 run(s) failed (diverged, stuck or did not learn: relu 1)" in parts["glu"].reason
     assert "glu 2" not in parts["glu"].reason  # two runs never made: not failures
-    # ReLU's lopsided curve makes each gap ~2 points better: SwiGLU's and GeGLU's 3% gains
-    # straddle 1% without it (inconclusive, both readings said); GLU's 4% is confirmed.
+
+
+def test_c16_decides_a_gain_only_where_every_reading_of_the_lr_bias_agrees(tmp_path):
+    """ReLU's lopsided curve makes each gap ~2 points better: SwiGLU's and GeGLU's 3% gains
+    straddle 1% without it (inconclusive, both readings said); GLU's 4% is confirmed."""
     gain = ci(-3.0, -3.4, -2.6)  # better than ReLU by 3% on every reading
     row = graded(tmp_path, "ffn", _ffn_data(gain, gain, ci(-4.0, -4.4, -3.6),
                                             curves={"relu": (2.30, 2.00, 1.98)}), "C16")["C16"]

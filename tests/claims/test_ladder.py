@@ -144,8 +144,12 @@ def test_a_rung_without_results_leaves_the_trend_and_the_axis_to_the_others(stor
     assert "a trend with the rung as its unit needs three" in line
 
 
-def test_a_claim_of_at_most_t_or_of_no_difference_moves_as_its_effect_does(monkeypatch,
-                                                                           tmp_path):
+def test_only_a_claim_with_a_ladder_is_read():
+    with pytest.raises(InputError, match="claim 'C36' has no ladder"):
+        read_ladder("C36", ".", {})
+
+
+def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, tmp_path):
     """C21's "RoPE works at 2×" (at most 5%): growing ~2 points a rung, the line moves away
     and reaches 5 near 1.5 rungs; no precision check (C16's alone)."""
     part = "RoPE works at 2×"
@@ -174,8 +178,22 @@ def test_a_claim_of_at_most_t_or_of_no_difference_moves_as_its_effect_does(monke
     flat_line = ladder_module.trend_line(flat)
     assert "no trend detectable across 4 rungs" in flat_line and "reaches" not in flat_line
     assert fig_ladder(doc).startswith(b"\x89PNG")  # ten panels on three rows
-    # C18: the quality gap drifting +0.01 nats a rung leaves the ±0.02 band at 2 rungs; the
-    # exact counts (analytic, one value) have no trend.
+
+
+def test_the_side_a_trend_moves_towards_by_hand():
+    from blocklab.claims.rules import claimed_side as towards
+
+    rules = registered("C21", "quick")
+    assert towards(rules["RoPE works at 2×"]) == -1.0  # at most 5%: smaller is closer
+    assert towards(rules["learned absolute (learned-16L) collapses at 2×"]) == 1.0
+    assert towards(registered("C16", "quick")["swiglu"]) == -1.0  # a gain: negative
+    assert towards(registered("C18", "quick")["nearly the same quality"]) is None
+
+
+def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
+        monkeypatch, tmp_path):
+    """C18: the quality gap drifting +0.01 nats a rung leaves the ±0.02 band at 2 rungs; the
+    exact counts (analytic, one value) have no trend."""
     part = "nearly the same quality"
     _fake_rungs(monkeypatch, "C18", {"quick": {part: 0.0}, "rung1": {part: 0.0105},
                                      "rung2": {part: 0.0195}, "rung3": {part: 0.03}},
@@ -192,19 +210,6 @@ def test_a_claim_of_at_most_t_or_of_no_difference_moves_as_its_effect_does(monke
     assert "drifts as compute grows" in line
     assert "reaches the claimed band's edge +0.02 nats 2.0 rungs above quick" in line
     assert fig_ladder(doc).startswith(b"\x89PNG")
-
-
-def test_the_side_a_trend_moves_towards_by_hand():
-    from blocklab.claims.rules import claimed_side as towards
-
-    rules = registered("C21", "quick")
-    assert towards(rules["RoPE works at 2×"]) == -1.0  # at most 5%: smaller is closer
-    assert towards(rules["learned absolute (learned-16L) collapses at 2×"]) == 1.0
-    assert towards(registered("C16", "quick")["swiglu"]) == -1.0  # a gain: negative
-    assert towards(registered("C18", "quick")["nearly the same quality"]) is None
-    # only a claim with a ladder is read
-    with pytest.raises(InputError, match="claim 'C36' has no ladder"):
-        read_ladder("C36", ".", {})
 
 
 def test_seed_gaps_pair_each_arm_with_relu_on_its_own_seed(tmp_path, monkeypatch):
@@ -229,7 +234,9 @@ def test_seed_gaps_pair_each_arm_with_relu_on_its_own_seed(tmp_path, monkeypatch
             base = loss[("relu", seed)]
             assert gap == pytest.approx(100 * (loss[(arm, seed)] - base) / base, rel=1e-12)
     assert seed_gaps(tmp_path, "tiny", "bf16") == {}  # not run in bf16
-    # the precision check reads bf16 minus fp32 by seed
+
+
+def test_the_precision_check_reads_bf16_minus_fp32_by_seed(monkeypatch, tmp_path):
     fp32 = {arm: {s: 0.3 * s - 0.5 for s in range(5)} for arm in ("swiglu", "geglu", "glu")}
     bf16 = {"swiglu": {s: v + 0.02 * (-1) ** s for s, v in fp32["swiglu"].items()},
             "geglu": {s: v + 0.05 for s, v in fp32["geglu"].items()},

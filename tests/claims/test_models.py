@@ -90,11 +90,6 @@ def test_c34_combines_its_pairings_by_the_stated_rule():
     assert models.combine_c34(rows("holds", "untestable")) == "mixed"
     assert models.combine_c34(rows("untestable")) == "untestable-here"
     assert models.combine_c34(rows("holds", "holds")) == "confirmed"
-    # C35's verdict names its condition or is mixed
-    assert models.c35_verdict(["a"], []) == "confirmed"
-    assert models.c35_verdict([], ["ffn_form"]) == "refuted"
-    assert models.c35_verdict(["a"], ["ffn_form", "attention_shape"]) == "conditional"
-    assert models.c35_verdict(["a"], ["ffn_form", "biases"]) == "mixed"
 
 
 def test_c35_formula_and_exact_shares_by_hand_and_its_verdict_by_tolerance():
@@ -134,3 +129,10 @@ def test_c35_formula_and_exact_shares_by_hand_and_its_verdict_by_tolerance():
     assert c35.verdict == "conditional" and 0 < len(held) < len(rows)
     assert {r.main_cause for r in rows.values() if not r.holds} <= set(models.C35_ASSUMPTIONS)
     assert "the claim is conditional on them" in c35.summary
+
+
+def test_c35_verdict_names_its_condition_or_is_mixed():
+    assert models.c35_verdict(["a"], []) == "confirmed"
+    assert models.c35_verdict([], ["ffn_form"]) == "refuted"
+    assert models.c35_verdict(["a"], ["ffn_form", "attention_shape"]) == "conditional"
+    assert models.c35_verdict(["a"], ["ffn_form", "biases"]) == "mixed"

@@ -40,7 +40,9 @@ def test_bidirectional_attention_without_positions_is_equivariant_and_scores_asy
     # and scores are asymmetric unless W_q = W_k
     assert cp.score_asymmetry(seed=0) > 1e-3
     assert cp.score_asymmetry(seed=0, tied=True) <= 1e-12
-    # the probe uses the module's weights as its forward does
+
+
+def test_probe_uses_the_modules_weights_as_its_forward_does():
     torch.manual_seed(0)
     attn = Attention(16, 2, 2, 8).double().eval()
     x = torch.randn(2, 6, 16, dtype=torch.float64)
@@ -174,6 +176,9 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     assert rows["C22"].error is None
     scaled = rows["C22"].evidence["scaled_arms"]
     assert set(scaled) == {"rope+ntk", "rope+yarn"} and scaled["rope+yarn"]["8"]["mean"] == 9.0
+
+
+def test_extrapolation_needs_four_seeds(tmp_path):
     # the design's first look is at 4 seeds: 3, however clear, decide nothing
     three_seeds = {m: ci(0.1, 0.0, 0.2, n=3) for m in ("2", "4", "8")}
     arms = {"alibi": PositionArm(**{**_arm({"2": 0.1}).__dict__,
@@ -254,6 +259,9 @@ def test_c30_reads_no_warning_below_16x_and_is_not_confirmed_then(tmp_path):
                         "warning_scaled": "not read"}
     # what is read holds; 16× and the warning cannot be read at this size: mixed
     assert row.verdict == "mixed" and "reads only up to 8×" in row.summary
+
+
+def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
     # Intervals wholly past 5% that straddle C21's 25% edge: "drops" holds and "works" fails
     # (C21 would call both unclear); an interval across 5% stays unclear.
     arms = _c30_arms()

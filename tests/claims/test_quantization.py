@@ -55,7 +55,7 @@ def _data(ffn, attn, n=5, int8=True):
                         gate_up_scale_ratio=[1.1], merged_tensor_loss_penalty=Interval(0))
 
 
-def test_c32_is_confirmed_only_when_its_stated_reason_holds_too(tmp_path):
+def test_c32_is_confirmed_only_when_its_stated_reason_holds_too():
     # FFN-only int8 is faster and fastest, but the FFN holds 70.1% of Llama 3 8B's prefill
     # FLOPs, not ~99% (an exact count, C23's): the claim is mixed, never confirmed.
     parts, numbers = c32_parts(_data(1.8, 1.2))
@@ -69,7 +69,9 @@ def test_c32_is_confirmed_only_when_its_stated_reason_holds_too(tmp_path):
     assert combine_c32(*parts[:2], held) == "confirmed"
     assert numbers["ffn_flop_share"] == 0.6 and numbers["ffn_time_share"] == 0.5
     assert numbers["bound_ffn"] == 2.0 and numbers["estimate_ffn"] == 1 / (0.5 + 0.25)
-    # slower: never refuted by its timings
+
+
+def test_c32_slower_is_never_refuted_by_its_timings():
     parts, _ = c32_parts(_data(0.3, 0.4))
     assert all(p.verdict != "refuted" for p in parts[:2])
     held = dataclasses.replace(parts[2], verdict="confirmed")
@@ -77,10 +79,9 @@ def test_c32_is_confirmed_only_when_its_stated_reason_holds_too(tmp_path):
     assert combine_c32(*parts[:2], held) == "not-reproduced-at-this-scale"
     # nothing holds and its reason is false by count: refuted, by the count alone
     assert combine_c32(*parts) == "refuted"
-    # too few repeats: inconclusive
-    parts, _ = c32_parts(_data(1.8, 1.2, n=2))
-    assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
-    # without int8 instructions: untestable, never contradicted
+
+
+def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_path):
     data = _data(0.3, 0.4, int8=False)
     parts, _ = c32_parts(data)
     assert all(p.verdict == "not-reproduced-at-this-scale" for p in parts[:2])
@@ -94,6 +95,11 @@ def test_c32_is_confirmed_only_when_its_stated_reason_holds_too(tmp_path):
     # the text says which figure is a bound and which an estimate
     assert "the bound no FFN-only scheme can beat" in row.summary
     assert "estimates FFN-only at ×1.33" in row.summary
+
+
+def test_c32_too_few_repeats_inconclusive():
+    parts, _ = c32_parts(_data(1.8, 1.2, n=2))
+    assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
 
 
 def _log_t_interval(a, b, confidence):
@@ -141,6 +147,9 @@ def test_c32_decision_reads_the_interval_it_prints(tmp_path):
         assert decided_text(part) in row.summary
     assert "70.1% at the page's Llama-3-8B and T=4096" in row.summary
     assert "geometric mean of paired ratios, Student t on log ratios over 6 repeats" in row.summary
+
+
+def test_c32_is_graded_on_the_log_scale_not_by_rescaling_percent():
     # At 98.75%, rescaling the percent interval 100·(r − 1) by a t-quantile ratio is not the
     # t interval; rescaling the log one is, and C32 grades that.
     from blocklab.claims.quantization import log_estimate

@@ -124,8 +124,7 @@ RULE_KEYS = {"metric", "smallest_effect", "margin", "min_seeds", "max_seeds", "c
              "threshold", "test", "decides", "spending"}
 
 
-def test_claims_json_and_rules_list_every_registered_rule_and_edit_with_no_results(tmp_path,
-                                                                                    capsys):
+def test_claims_json_lists_every_registered_rule_with_no_results(tmp_path, capsys):
     ids = sorted(reg.RULES)
     assert main(["claims", *ids, "--json", "--results", str(tmp_path)]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
@@ -144,7 +143,9 @@ def test_claims_json_and_rules_list_every_registered_rule_and_edit_with_no_resul
                        for p in parts)
     swiglu = rows["C16"]["parts"][0]
     assert swiglu["rule"]["min_seeds"] == 5 and swiglu["rule"]["claimed"] == -1.5
-    # claims --rules prints the rules and the edits after data
+
+
+def test_claims_rules_prints_the_rules_and_the_edits_after_data(tmp_path, capsys):
     assert main(["claims", "--rules", "--json"]) == 0
     listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(listed) == set(reg.RULES)

@@ -83,7 +83,7 @@ def test_a_part_is_decided_by_its_interval_against_the_rule(rule, est, verdict, 
         assert found.p_value is None  # never decided, whatever its interval says
 
 
-def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_of_its_own_to_contradict():
+def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_to_contradict():
     opposite = Estimate(1.5, 1.2, 1.8, 6)  # a loss 1.5% worse: beyond +δ = +1
     found = decide(RULE, opposite, fair_arms=True)
     assert found.verdict == NOT_REPRODUCED
@@ -98,7 +98,9 @@ def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_of_its_own_to_cont
     assert found.would_contradict and not near.would_contradict
     # with unfair arms no longer run could decide it: none is due
     assert not decide(RULE, opposite).would_contradict
-    # a longer run counts for its own part only
+
+
+def test_a_longer_run_counts_for_its_own_part_only():
     opposite = Estimate(1.5, 1.2, 1.8, 6)
     both = decide_parts([(RULE, opposite), (RULE, opposite)], fair_arms=True,
                         longer_run_agrees=[True, False])
@@ -106,7 +108,9 @@ def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_of_its_own_to_cont
     assert both[1].would_contradict and not both[0].would_contradict
     with pytest.raises(ValueError, match="2 flags for 1 parts"):
         decide_parts([(RULE, opposite)], longer_run_agrees=[True, False])
-    # an effect rule refuses to read a band
+
+
+def test_an_effect_rule_refuses_to_read_a_band():
     with pytest.raises(ValueError, match="equivalence"):
         decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
                Estimate(0.0, -1.0, 1.0, 3))
@@ -122,18 +126,6 @@ def test_an_inconclusive_part_says_what_would_decide_it():
     # None: more than the search goes.
     far = decide(RULE, t_estimate(-1.0 + 1e-4, 1.2, 6))
     assert far.seeds_needed is None and "more than 10,000" in far.reason
-    # the deciding interval is labelled with its coverage
-    found = decide(RULE, t_estimate(-1.99, 1.0, 5), 0.0036)
-    assert found.interval.label == "99.64% CI"
-    assert found.reason.startswith(f"the 99.64% CI {found.interval.bracket} ")
-    assert rules.confidence_text(0.95) == "95%" and rules.confidence_text(0.99978) == "99.978%"
-    part = Part.of("x", RULE, t_estimate(-1.99, 1.0, 5), found).to_dict()
-    assert part["interval"] == {"low": found.interval.low, "high": found.interval.high,
-                                "confidence": pytest.approx(1 - 0.0036)}
-    # no interval below two seeds, and none on a part decided without a test
-    assert decide(RULE, Estimate(-2.0, None, None, 1)).interval is None
-    assert failed_runs_part("p", RULE, Interval(-1.0, -2.0, 0.0, 5, 1.0), 1).to_dict()[
-        "interval"] is None
 
 
 @pytest.mark.parametrize("level", [0.05, 0.01, 0.0036, 0.0002])
@@ -198,6 +190,20 @@ def test_the_t_distribution_and_the_tost_are_scipys():
     upper = sps.ttest_1samp(d, popmean=0.15, alternative="less").pvalue
     p = rules._tost(float(d.mean()), -0.15, 0.15, se, se, d.size - 1)
     assert p == pytest.approx(max(lower, upper), rel=1e-10)
+
+
+def test_the_interval_is_labelled_with_its_coverage():
+    found = decide(RULE, t_estimate(-1.99, 1.0, 5), 0.0036)
+    assert found.interval.label == "99.64% CI"
+    assert found.reason.startswith(f"the 99.64% CI {found.interval.bracket} ")
+    assert rules.confidence_text(0.95) == "95%" and rules.confidence_text(0.99978) == "99.978%"
+    part = Part.of("x", RULE, t_estimate(-1.99, 1.0, 5), found).to_dict()
+    assert part["interval"] == {"low": found.interval.low, "high": found.interval.high,
+                                "confidence": pytest.approx(1 - 0.0036)}
+    # no interval below two seeds, and none on a part decided without a test
+    assert decide(RULE, Estimate(-2.0, None, None, 1)).interval is None
+    assert failed_runs_part("p", RULE, Interval(-1.0, -2.0, 0.0, 5, 1.0), 1).to_dict()[
+        "interval"] is None
 
 
 def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():

@@ -50,25 +50,6 @@ def test_the_schedule_and_its_levels_follow_the_design():
         ALPHA - stats.spent_alpha(0.8))
     fixed = Rule("m", 0.5, 0.25, 5, -1.5)
     assert fixed.schedule == (5,) and look_level(fixed, 20) == ALPHA and looks(fixed, 20) == (20,)
-    # Seeds that would decide a part are priced at that look's own level; past the design, it
-    # says so.
-    from blocklab.claims.rules import POWER, _seeds_to_decide
-
-    near = Estimate(-1.0, -2.2, 0.2, 5, 1.0)  # 0.5 from the boundary at −0.5, sd 1
-    (found,) = decide_parts([(RULE, near)])
-    assert found.verdict == INCONCLUSIVE
-    needed = found.seeds_needed
-    assert needed is not None and needed > RULE.max_seeds
-    assert f"about {needed} (past its design's 10) would decide it" in found.reason
-    # 80% power at `needed` seeds at the last share, not one fewer
-    last = look_level(RULE, 10)
-    assert stats.power(0.5, 1.0, needed, alpha=last) >= POWER
-    assert stats.power(0.5, 1.0, needed - 1, alpha=last) < POWER
-    # far from the boundary: the next look within the design decides it, at that look's level
-    m = _seeds_to_decide(RULE, 5, 1.0, 2.0, ALPHA)
-    assert 5 < m <= RULE.max_seeds
-    assert stats.power(2.0, 1.0, m, alpha=look_level(RULE, m)) >= POWER
-    assert all(stats.power(2.0, 1.0, k, alpha=look_level(RULE, k)) < POWER for k in range(6, m))
 
 
 def _claim_run(parts: list[tuple[Rule, int]], k: int, truth: float, sd: float, reps: int,
@@ -125,6 +106,28 @@ def test_parts_counted_as_one_test_keep_the_claims_error_within_alpha():
     assert 0.02 < wrong <= within
 
 
+def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
+    """Seeds that would decide a part are priced at that look's own level; past the design,
+    it says so."""
+    from blocklab.claims.rules import POWER, _seeds_to_decide
+
+    near = Estimate(-1.0, -2.2, 0.2, 5, 1.0)  # 0.5 from the boundary at −0.5, sd 1
+    (found,) = decide_parts([(RULE, near)])
+    assert found.verdict == INCONCLUSIVE
+    needed = found.seeds_needed
+    assert needed is not None and needed > RULE.max_seeds
+    assert f"about {needed} (past its design's 10) would decide it" in found.reason
+    # 80% power at `needed` seeds at the last share, not one fewer
+    last = look_level(RULE, 10)
+    assert stats.power(0.5, 1.0, needed, alpha=last) >= POWER
+    assert stats.power(0.5, 1.0, needed - 1, alpha=last) < POWER
+    # far from the boundary: the next look within the design decides it, at that look's level
+    m = _seeds_to_decide(RULE, 5, 1.0, 2.0, ALPHA)
+    assert 5 < m <= RULE.max_seeds
+    assert stats.power(2.0, 1.0, m, alpha=look_level(RULE, m)) >= POWER
+    assert all(stats.power(2.0, 1.0, k, alpha=look_level(RULE, k)) < POWER for k in range(6, m))
+
+
 def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     wanted = [Wanted("C16", "geglu", "ffn", ("geglu", "relu"), 5, 8),
               Wanted("C16", "glu", "ffn", ("glu", "relu"), 5, 8),
@@ -158,7 +161,7 @@ def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     assert alone.target == 4 and covered.target > 4
 
 
-def test_every_look_grades_the_request_and_runs_whatever_the_clock_says(tmp_path, monkeypatch):
+def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, monkeypatch):
     """Each look's ledger reads the request the suites ran under, precision included."""
     from blocklab.claims import sequential
 
@@ -180,18 +183,6 @@ def test_every_look_grades_the_request_and_runs_whatever_the_clock_says(tmp_path
     assert ctx.precision_of("ffn") == "bf16" and ctx.precision_of("norm-cost") == "fp32"
     # the bf16 folders record the rules that grade them, as fp32 folders do
     assert recorded == [suite_rules("tiny")]
-    # The looks run are the design's whatever the clock reads (10⁴× slower); a cap cuts whole
-    # looks and names them.
-    looks, added = _fake_plan_run(tmp_path, monkeypatch)
-    assert added == [(3, 5), (5, 7)]  # C33's design 3, 5, 7, 8: decided at 7 ≥ 6
-    assert looks.stopped == "every part is decided or at its last look" and not looks.cut
-    ticks = iter(range(0, 10**9, 10**5))
-    monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(ticks)))
-    slow, slow_added = _fake_plan_run(tmp_path, monkeypatch)
-    assert slow_added == added and slow.stopped == looks.stopped
-    capped, capped_added = _fake_plan_run(tmp_path, monkeypatch, admitted=1)
-    assert capped_added == [(3, 5)]
-    assert capped.cut == ["C33 p to n = 7"] and "admits 1 further look(s)" in capped.stopped
 
 
 def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path, tiny_runs):
@@ -301,6 +292,23 @@ def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
                                  ["quantize"], plan=plan, run=lambda rules: {}, workers=2,
                                  echo=lambda s: None)
     return looks, added
+
+
+def test_the_plan_runs_every_look_whatever_the_clock_and_workers_say(tmp_path, monkeypatch):
+    """The looks run are the design's whatever the clock reads (10⁴× slower); a cap cuts
+    whole looks and names them."""
+    from blocklab.claims import sequential
+
+    looks, added = _fake_plan_run(tmp_path, monkeypatch)
+    assert added == [(3, 5), (5, 7)]  # C33's design 3, 5, 7, 8: decided at 7 ≥ 6
+    assert looks.stopped == "every part is decided or at its last look" and not looks.cut
+    ticks = iter(range(0, 10**9, 10**5))
+    monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(ticks)))
+    slow, slow_added = _fake_plan_run(tmp_path, monkeypatch)
+    assert slow_added == added and slow.stopped == looks.stopped
+    capped, capped_added = _fake_plan_run(tmp_path, monkeypatch, admitted=1)
+    assert capped_added == [(3, 5)]
+    assert capped.cut == ["C33 p to n = 7"] and "admits 1 further look(s)" in capped.stopped
 
 
 def test_a_run_adds_seeds_to_open_parts_alike_at_any_price_and_records_the_rules(tmp_path):

@@ -50,32 +50,6 @@ def test_with_equal_seeds_a_rung_the_line_is_the_regression_on_the_rung_means():
     ref = stats.linregress(range(4), [0.1, 0.5, 0.7, 1.4])
     assert fit.slope == pytest.approx(ref.slope) and fit.lack_of_fit is None
     assert fit.slope_high - fit.slope == pytest.approx(stats.t.ppf(0.975, 2) * ref.stderr)
-    # τ² = (Q − (k − 2)) / tr(P), P = W − W X (X'WX)⁻¹ X' W, W = diag(n_j / σ²), Q = y'P y;
-    # the line is then weighted least squares with 1 / (τ² + σ²/n_j).
-    seeds = _seeds(3, counts=(10, 5, 4, 3), tau=0.9)
-    fit = fit_line([(x, _interval(v)) for x, v in seeds.items()])
-    n = np.array([len(v) for v in seeds.values()], dtype=float)
-    y = np.array([v.mean() for v in seeds.values()])
-    sigma2 = sum((len(v) - 1) * v.var(ddof=1) for v in seeds.values()) / (n.sum() - 4)
-    x = np.column_stack([np.ones(4), np.arange(4.0)])
-    w = np.diag(n / sigma2)
-    p = w - w @ x @ np.linalg.inv(x.T @ w @ x) @ x.T @ w
-    tau2 = max(0.0, (y @ p @ y - 2) / np.trace(p))
-    assert tau2 > 0 and fit.tau == pytest.approx(math.sqrt(tau2), rel=1e-9)
-    weights = np.diag(1 / (tau2 + sigma2 / n))
-    beta = np.linalg.solve(x.T @ weights @ x, x.T @ weights @ y)
-    assert (fit.intercept, fit.slope) == pytest.approx(tuple(beta), rel=1e-10)
-    residual = y - x @ beta
-    scale = residual @ weights @ residual / 2
-    cov = scale * np.linalg.inv(x.T @ weights @ x)
-    half = stats.t.ppf(0.975, 2) * math.sqrt(cov[1, 1])
-    assert (fit.slope_low, fit.slope_high) == pytest.approx((beta[1] - half, beta[1] + half),
-                                                            rel=1e-9)
-    # the band is the same covariance read at x
-    at = np.array([1.0, 5.5])
-    band_half = stats.t.ppf(0.975, 2) * math.sqrt(at @ cov @ at)
-    assert fit.band(5.5) == pytest.approx((at @ beta - band_half, at @ beta + band_half),
-                                          rel=1e-9)
 
 
 def test_the_lack_of_fit_is_the_F_test_of_the_line_against_one_mean_per_rung():
@@ -105,6 +79,35 @@ def test_the_lack_of_fit_is_the_F_test_of_the_line_against_one_mean_per_rung():
     # a per-seed fit stored before the rung was the unit has no band of this kind
     old = {k: v for k, v in fit.to_dict().items() if k != "unit"}
     assert LineFit.from_dict(old) is None
+
+
+def test_the_rung_variance_is_dersimonian_lairds_with_the_hat_matrix():
+    """τ² = (Q − (k − 2)) / tr(P), P = W − W X (X'WX)⁻¹ X' W, W = diag(n_j / σ²), Q = y'P y;
+    the line is then weighted least squares with 1 / (τ² + σ²/n_j)."""
+    seeds = _seeds(3, counts=(10, 5, 4, 3), tau=0.9)
+    fit = fit_line([(x, _interval(v)) for x, v in seeds.items()])
+    n = np.array([len(v) for v in seeds.values()], dtype=float)
+    y = np.array([v.mean() for v in seeds.values()])
+    sigma2 = sum((len(v) - 1) * v.var(ddof=1) for v in seeds.values()) / (n.sum() - 4)
+    x = np.column_stack([np.ones(4), np.arange(4.0)])
+    w = np.diag(n / sigma2)
+    p = w - w @ x @ np.linalg.inv(x.T @ w @ x) @ x.T @ w
+    tau2 = max(0.0, (y @ p @ y - 2) / np.trace(p))
+    assert tau2 > 0 and fit.tau == pytest.approx(math.sqrt(tau2), rel=1e-9)
+    weights = np.diag(1 / (tau2 + sigma2 / n))
+    beta = np.linalg.solve(x.T @ weights @ x, x.T @ weights @ y)
+    assert (fit.intercept, fit.slope) == pytest.approx(tuple(beta), rel=1e-10)
+    residual = y - x @ beta
+    scale = residual @ weights @ residual / 2
+    cov = scale * np.linalg.inv(x.T @ weights @ x)
+    half = stats.t.ppf(0.975, 2) * math.sqrt(cov[1, 1])
+    assert (fit.slope_low, fit.slope_high) == pytest.approx((beta[1] - half, beta[1] + half),
+                                                            rel=1e-9)
+    # the band is the same covariance read at x
+    at = np.array([1.0, 5.5])
+    band_half = stats.t.ppf(0.975, 2) * math.sqrt(at @ cov @ at)
+    assert fit.band(5.5) == pytest.approx((at @ beta - band_half, at @ beta + band_half),
+                                          rel=1e-9)
 
 
 def test_the_band_at_the_meeting_points_holds_the_threshold_exactly_if_the_slope_is_resolved():

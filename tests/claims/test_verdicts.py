@@ -57,7 +57,9 @@ def test_every_verdict_has_words_in_both_languages_and_one_meaning_the_docs_give
     zh = (DOCS / "zh.md").read_text(encoding="utf-8")
     for v in ("confirmed", "refuted", "conditional", "mixed"):
         assert f"`{v}`（{VERDICT_ZH[v]}）" in zh, v
-    # one colour for the CLI, a symbol and a reader word
+
+
+def test_every_verdict_has_one_colour_for_the_cli_a_symbol_and_a_reader_word():
     from blocklab.claims.text import reader_word
     from blocklab.cli.claims import verdict_style, verdict_text
     from blocklab.report.palette import VERDICT_STYLES
