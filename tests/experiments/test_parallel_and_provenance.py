@@ -8,9 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,12 +23,6 @@ from blocklab.experiments.summaries import Summary
 
 from .conftest import plain_suite
 from .suites.conftest import final_metrics
-
-
-@dataclass(frozen=True)
-class Recorded:
-    results: list[dict[str, Any]]  # each run's `extra`
-
 
 # What a run measures about its own speed; everything else in a result is computed.
 TIMING_KEYS = {"wall_time_s", "train_time_s", "compile_s", "ms_per_step", "tokens_per_s",
@@ -66,51 +58,6 @@ def test_parallel_results_equal_serial_results(tmp_path, tiny_runs, name):
         assert pb["threads"] == 1
         expected = provenance.current().of_run(RunResult.from_dict(a)).to_dict()
         assert {**pa, "threads": 0} == {**pb, "threads": 0} == {**expected, "threads": 0}
-
-
-def _recording_suite(log: Path):
-    """Two untimed runs that record their process and one timed run that records whether
-    any untimed worker is still alive when it starts."""
-    def untimed(progress, seed):
-        with open(log, "a") as handle:
-            handle.write(json.dumps({"seed": seed, "pid": os.getpid()}) + "\n")
-        return RunResult("ok", extra={"value": float(seed)})
-
-    def timed(progress):
-        pids = [json.loads(line)["pid"] for line in log.read_text().splitlines()]
-        alive = []
-        for pid in set(pids) - {os.getpid()}:
-            try:
-                os.kill(pid, 0)
-                alive.append(pid)
-            except ProcessLookupError:
-                pass
-        return RunResult("ok", extra={"pid": os.getpid(), "workers_alive": alive})
-
-    def plan(options, tuned=()):
-        seeds = options.seeds
-        specs = [base.RunSpec(f"run {s}", "run", s, {"seed": s},
-                              lambda progress, s=s: untimed(progress, s)) for s in seeds]
-        specs.append(base.RunSpec("timing", "timing", 0, {"timing": True}, timed, timed=True))
-        return specs
-
-    def summarise(options, results):
-        size, seeds = options.size, options.seeds
-        return Summary("recording", size, len(seeds), [],
-                       data=Recorded([r.extra for _, r in results]))
-
-    return base.Suite("recording", "runs that say where they ran", plan, summarise, Recorded)
-
-
-def test_untimed_runs_use_workers_and_timed_runs_run_alone_here(tmp_path):
-    log = tmp_path / "log.jsonl"
-    log.touch()
-    summary = run_suite(_recording_suite(log), RunOptions("tiny", range(4)), tmp_path / "runs",
-                        progress=False, executor=ParallelExecutor(2))
-    pids = {json.loads(line)["pid"] for line in log.read_text().splitlines()}
-    assert os.getpid() not in pids and 1 <= len(pids) <= 2  # in workers, not here
-    timed = summary.data.results[-1]
-    assert timed["pid"] == os.getpid() and timed["workers_alive"] == []
 
 
 # --- provenance ---------------------------------------------------------------------------------
@@ -277,12 +224,21 @@ def test_failed_placement_runs_count_as_failures_not_as_losses():
     assert row.val_loss.n == 1 and row.val_loss.mean == 2.0  # 5.5 left out
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, monkeypatch):
-    """The report's run_suites hands every suite's missing runs to one executor call: timed
-    runs wait for the untimed runs of every suite, and one suite's failed run leaves the other
-    suites summarised."""
+    """The report's run_suites hands every suite's missing runs to one executor call: untimed
+    runs in the workers, timed runs here once every worker has exited, and one suite's failed
+    run leaves the other suites summarised."""
 
     log = tmp_path / "order.log"
+    log.touch()
 
     def make(name, fail=False):
         def plan(options, tuned=()):
@@ -290,8 +246,10 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
             def execute(progress, label):
                 if fail and label.endswith("1"):
                     raise RuntimeError(f"{label} broke")
+                pids = {int(line.split("|")[1]) for line in log.read_text().splitlines()}
+                alive = sum(map(_alive, pids - {os.getpid()})) if label.endswith("timed") else 0
                 with open(log, "a") as f:  # one short line: appends do not interleave
-                    f.write(f"{label}\n")
+                    f.write(f"{label}|{os.getpid()}|{alive}\n")
                 return RunResult("ok")
             specs = [base.RunSpec(f"{name} run {s}", "run", s, {"suite": name, "seed": s},
                                   lambda progress, s=s: execute(progress, f"{name} run {s}"))
@@ -308,8 +266,13 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
                                executor=ParallelExecutor(2), progress=False,
                                echo=lambda line: None)
     assert errors == {"two": "1 of 4 runs failed, first: two run 1: RuntimeError: two run 1 broke"}
-    order = log.read_text().splitlines()
+    lines = [line.split("|") for line in log.read_text().splitlines()]
+    order = [label for label, _, _ in lines]
     timed = [i for i, label in enumerate(order) if label.endswith("timed")]
+    workers = {int(pid) for label, pid, _ in lines if not label.endswith("timed")}
+    assert os.getpid() not in workers and 1 <= len(workers) <= 2
+    assert {(int(pid), alive) for label, pid, alive in lines if label.endswith("timed")} == {
+        (os.getpid(), "0")}
     assert len(order) == 3 * 3 + 3 - 1 and timed == [len(order) - 3, len(order) - 2,
                                                      len(order) - 1]
     for name in ("one", "three"):
