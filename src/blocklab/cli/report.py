@@ -25,7 +25,7 @@ from blocklab.cli import (
     warn_if_bf16_emulated,
 )
 from blocklab.cli import options as opt
-from blocklab.cli.paths import NotWritable, output_folder
+from blocklab.cli.paths import NotWritable, output_folder, results_folder
 from blocklab.errors import InputError
 
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ def report(
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """
     from blocklab.claims.lang import resolve_lang
-    from blocklab.report.build import build_report
+    from blocklab.experiments.suites import get_suite
+    from blocklab.report.build import SUITES, build_report
 
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
@@ -117,7 +118,8 @@ def report(
         read_results(results)
     else:
         try:
-            suite_results(results, request)
+            results_folder(results, "--results",
+                           [(name, request.options(get_suite(name))) for name in SUITES])
         except NotWritable as cannot_write:
             # Reading needs no write: a folder that holds every run (and its summary) is
             # read as with --no-run, unless a budget was asked for to run more seeds.
@@ -149,16 +151,6 @@ def report(
     if failed:
         typer.echo(f"failed to run: {', '.join(failed)}", err=True)
         raise typer.Exit(1)
-
-
-def suite_results(results: str, request: RunRequest) -> Path:
-    """--results where the report's suites will run: every folder they write into checked."""
-    from blocklab.cli.paths import results_folder
-    from blocklab.experiments.suites import get_suite
-    from blocklab.report.build import SUITES
-
-    return results_folder(results, "--results",
-                          [(name, request.options(get_suite(name))) for name in SUITES])
 
 
 def every_run_stored(request: RunRequest) -> bool:

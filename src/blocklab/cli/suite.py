@@ -84,13 +84,15 @@ def suite(
     from blocklab.experiments.suites.base import SuiteIncomplete
 
     chosen = get_suite(name)
+    option = "--results"
     if old_out is not None:
         # `report --out` names the HTML folder; one word, one meaning: --results everywhere.
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
+        out, option = old_out, "--out"
     # One request for the sequential design and the recorded rules; its precision and budget
     # are set below, once the suite's precision is decided.
-    request = run_request(out if old_out is None else old_out, size, seed_offset, device=device)
+    request = run_request(out, size, seed_offset, device=device)
     check_device_option(device, jobs if executor == "process" else None)
     if budget is not None and (seeds is not None or precision not in ("fp32", "auto")):
         # Bad input is one line, before any warning about this machine.
@@ -114,8 +116,7 @@ def suite(
     options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
                                    precision=precision, device=device)
     # Before any run: every folder the suite writes into.
-    out = results_folder(out if old_out is None else old_out,
-                         "--results" if old_out is None else "--out", [(chosen.name, options)])
+    out = results_folder(out, option, [(chosen.name, options)])
     run_on = chosen_executor(executor, 1 if device != "cpu" and executor == "process" else jobs,
                              address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision, device)  # one line on stderr; the suite still runs
