@@ -253,14 +253,6 @@ def test_result_keys_and_shapes_and_the_same_seed_bit_for_bit(tiny_model, tiny_t
     assert final.params == sum(p.numel() for p in tr.build_model(tiny_model, cfg).parameters())
 
 
-def test_lengths_a_learned_table_cannot_reach_are_recorded(tiny_model, tiny_train):
-    model = tiny_model.replace(position="learned", max_seq_len=32)
-    result = tr.run(model, tiny_train.replace(eval_lengths=(64,), steps=2))
-    assert result.status == "ok"
-    assert result.final.val_loss_by_length["64"] is None
-    assert "max_seq_len" in result.final.eval_errors["64"]
-
-
 def test_seq_len_past_a_learned_table_is_refused_before_any_data_is_read(
         monkeypatch, tiny_model, tiny_train):
     def no_data(*args, **kwargs):
@@ -352,7 +344,8 @@ def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
     assert tr.standard_error([]) is None and tr.standard_error([1.0]) is None  # needs two
 
 
-def test_an_evaluation_crash_propagates_and_only_a_short_table_reads_as_unavailable(tiny_model):
+def test_an_evaluation_crash_propagates_and_only_a_short_table_reads_as_unavailable(tiny_model,
+                                                                                   tiny_train):
     """A length a learned table has no row for is recorded as unavailable (a reading the
     position suite reports); any other error inside the evaluation (a shape bug, out of
     memory) ends the run as an error, never as a missing reading that a rule could grade."""
@@ -363,6 +356,10 @@ def test_an_evaluation_crash_propagates_and_only_a_short_table_reads_as_unavaila
     assert scores[8]["loss"] is not None and math.isfinite(scores[8]["loss"])
     assert scores[32]["loss"] is None
     assert scores[32]["error"].startswith("PositionsBeyondTable: position 31 exceeds")
+    model = tiny_model.replace(position="learned", max_seq_len=32)  # a run records it
+    result = tr.run(model, tiny_train.replace(eval_lengths=(64,), steps=2))
+    assert result.status == "ok" and result.final.val_loss_by_length["64"] is None
+    assert "max_seq_len" in result.final.eval_errors["64"]
 
     class Broken(torch.nn.Module):
         def __init__(self, error: type[Exception]) -> None:
