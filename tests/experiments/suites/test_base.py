@@ -176,19 +176,6 @@ def test_a_grid_grown_at_an_edge_is_tuned_before_anything_is_evaluated(tmp_path)
     assert [spec.payload["scale"] for spec, _ in planned.tuned] == [1.0, 2.0, 3.0]
 
 
-def test_runs_that_read_no_tuning_run_beside_the_tuning_runs(tmp_path):
-    calls = []
-    suite = _tuned_suite_with_a_probe(calls)
-    first = base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path)
-    assert first.stage == "tune" and [s.label for s in first.early] == ["probe"]
-    assert first.early_store.root == tmp_path / "tuned" / "tiny"
-    base.run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False)
-    # the probe ran in the first round, with the tuning runs, and was not run again
-    assert calls[:3] == [("tune", 1.0), ("tune", 2.0), ("probe", 0)] and calls[3:] == [
-        ("eval", 0)]
-    assert base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path).missing == []
-
-
 def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
     calls, seen = [], []
     tuned = _tuned_suite(calls)
@@ -315,23 +302,30 @@ def _interrupt(progress):
     raise KeyboardInterrupt
 
 
-def test_already_stored_counts_only_what_was_stored_before_the_command(tmp_path):
+def test_runs_that_read_no_tuning_run_beside_the_tuning_runs_are_counted_stored_once(tmp_path):
     """The bug: a run made beside the tuning runs was counted "already stored" once the
     evaluation was planned after them ("24 of 28 runs were already stored" from a command
     that had run all 28)."""
+    calls = []
+    suite = _tuned_suite_with_a_probe(calls)
     options = RunOptions("tiny", range(1))
+    first = base.plan_suite(suite, options, tmp_path)
+    assert first.stage == "tune" and [s.label for s in first.early] == ["probe"]
+    assert first.early_store.root == tmp_path / "tuned" / "tiny"
 
     def stored_note(summary: Summary) -> str:
         return summary.notes[0].split(";")[0]
 
-    first = base.run_suite(_tuned_suite_with_a_probe([]), options, tmp_path, progress=False)
-    assert stored_note(first) == "0 of 2 runs were already stored"
+    ran = base.run_suite(suite, options, tmp_path, progress=False)
+    # the probe ran in the first round, with the tuning runs, and was not run again
+    assert calls == [("tune", 1.0), ("tune", 2.0), ("probe", 0), ("eval", 0)]
+    assert stored_note(ran) == "0 of 2 runs were already stored"
+    assert base.plan_suite(suite, options, tmp_path).missing == []
     again = base.run_suite(_tuned_suite_with_a_probe([]), options, tmp_path, progress=False)
     assert stored_note(again) == "2 of 2 runs were already stored"
 
     # killed after the tuning round: the probe stored, the evaluation run not
     other = tmp_path / "killed"
-
     with pytest.raises(Interrupted):
         base.run_suite(_tuned_suite_with_a_probe([], stop_at_eval=True), options, other,
                        progress=False)
