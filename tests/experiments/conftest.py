@@ -4,7 +4,10 @@ from here."""
 
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +119,14 @@ def finish(pid: int, read: int, timeout_s: float = 60) -> dict:
 
 def run_as(uid: int, job) -> dict:
     return finish(*start_as(uid, job))
+
+
+@pytest.fixture
+def shared_tmp(monkeypatch):
+    """A folder like /tmp (every user may write, sticky; pytest's tmp_path is root's alone)
+    with the machine lock named in it."""
+    folder = Path(tempfile.mkdtemp(prefix="blocklab-shared-"))
+    folder.chmod(0o1777)
+    monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(folder / "machine.lock"))
+    yield folder
+    shutil.rmtree(folder)

@@ -251,16 +251,6 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
 # The machine lock lives in /tmp, shared by every user; a lock file another user made must serve
 # this one too. The tests make files another user owns and run the locking code as a third user,
 # in a forked child that drops root (a fork, so nothing is exec'd that the user could not read).
-@pytest.fixture
-def shared_tmp(monkeypatch):
-    """A folder like /tmp (every user may write, sticky) with the machine lock named in it."""
-    folder = Path(tempfile.mkdtemp(prefix="blocklab-shared-"))
-    folder.chmod(0o1777)
-    monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(folder / "machine.lock"))
-    yield folder
-    shutil.rmtree(folder)
-
-
 def _others_lock(path, mode: int) -> None:
     path.write_text("")
     os.chown(path, OWNER, OWNER)

@@ -135,37 +135,30 @@ def test_a_result_path_that_is_no_file(tmp_path):
 
 
 @needs_root
-def test_a_result_file_this_user_may_not_read_is_named_and_run_again():
+def test_a_result_file_this_user_may_not_read_is_named_and_run_again(shared_tmp):
     """In a results folder shared by users, a run another user stored unreadable (mode 0600)
     is damaged for this one: named, and run again in its place; the rest is untouched."""
-    import shutil
-    import tempfile
-    from pathlib import Path
+    folder = shared_tmp
+    folder.chmod(0o777)  # a shared results folder, not sticky: its runs may be replaced
+    store = ResultStore(folder)
+    store.save("aaa", RunResult("ok", extra={"val": 1.5}))
+    store.save("bbb", RunResult("ok", extra={"val": 2.5}))
+    os.chown(folder / "aaa.json", OWNER, OWNER)
+    (folder / "aaa.json").chmod(0o600)
+    other = (folder / "bbb.json").read_bytes()
 
-    folder = Path(tempfile.mkdtemp(prefix="blocklab-shared-"))  # (pytest's is root's alone)
-    try:
-        folder.chmod(0o777)
-        store = ResultStore(folder)
-        store.save("aaa", RunResult("ok", extra={"val": 1.5}))
-        store.save("bbb", RunResult("ok", extra={"val": 2.5}))
-        os.chown(folder / "aaa.json", OWNER, OWNER)
-        (folder / "aaa.json").chmod(0o600)
-        other = (folder / "bbb.json").read_bytes()
+    def look() -> list:
+        mine = ResultStore(folder)
+        said = [mine.has("aaa"), mine.has("bbb"), [str(p) for p in mine.damaged],
+                list(mine.damaged.values())]
+        mine.save("aaa", RunResult("ok", extra={"val": 1.5}))
+        return said
 
-        def look() -> list:
-            mine = ResultStore(folder)
-            said = [mine.has("aaa"), mine.has("bbb"), [str(p) for p in mine.damaged],
-                    list(mine.damaged.values())]
-            mine.save("aaa", RunResult("ok", extra={"val": 1.5}))
-            return said
-
-        assert run_as(USER, look) == {"ok": [
-            False, True, [str(folder / "aaa.json")],
-            [f"{folder / 'aaa.json'}: cannot read it (Permission denied)"]]}
-        assert (folder / "aaa.json").stat().st_uid == USER and store.has("aaa")
-        assert (folder / "bbb.json").read_bytes() == other
-    finally:
-        shutil.rmtree(folder)
+    assert run_as(USER, look) == {"ok": [
+        False, True, [str(folder / "aaa.json")],
+        [f"{folder / 'aaa.json'}: cannot read it (Permission denied)"]]}
+    assert (folder / "aaa.json").stat().st_uid == USER and store.has("aaa")
+    assert (folder / "bbb.json").read_bytes() == other
 
 
 def test_a_file_holding_another_runs_result_is_not_that_run(tmp_path):
