@@ -25,18 +25,27 @@ def test_plot_in_a_read_only_working_directory(tmp_path, blocklab, one_line_exit
     assert ".tmp" not in line  # the temporary file is blocklab's business, not the user's
 
 
-@pytest.mark.parametrize(("argv", "option"), [
-    (["budget", "--sweep", "--plot", f"{LONG}/fig.png"], "--plot"),
-    (["budget", "--sweep", "--plot", f"{LONG}.png"], "--plot"),
-    (["train", "--steps", "1", "--no-progress", "--out", f"runs/{LONG}"], "--out"),
-    (["suite", "ffn", "--tiny", "--results", f"{LONG}/runs"], "--results"),
-    (["report", "--tiny", "--no-run", "--out", LONG], "--out"),
-    (["report", "--tiny", "--results", LONG], "--results"),
+DEEP = "/".join(["d" * 200] * (os.pathconf("/tmp", "PC_PATH_MAX") // 200 + 1))
+
+
+@pytest.mark.parametrize(("argv", "option", "needles"), [
+    (["budget", "--sweep", "--plot", f"{LONG}/fig.png"], "--plot", ()),
+    (["budget", "--sweep", "--plot", f"{LONG}.png"], "--plot", ()),
+    (["train", "--steps", "1", "--no-progress", "--out", f"runs/{LONG}"], "--out", ()),
+    (["suite", "ffn", "--tiny", "--results", f"{LONG}/runs"], "--results", ()),
+    (["report", "--tiny", "--no-run", "--out", LONG], "--out", ()),
+    (["report", "--tiny", "--results", LONG], "--results", ()),
+    # a name that fits, but `.NAME.<12 hex>.tmp.png` does not
+    (["budget", "--sweep", "--plot", "f" * (NAME_MAX - 10) + ".png"], "--plot",
+     ("temporary name", f"at most {NAME_MAX - 22} bytes")),
+    (["suite", "ffn", "--tiny", "--results", DEEP], "--results",
+     ("characters)", "paths written there are up to")),
 ], ids=["plot-folder", "plot-file", "train-out", "suite-results", "report-out",
-        "report-results"])
-def test_a_name_too_long_names_the_option(tmp_path, monkeypatch, one_line_exit_2, argv, option):
+        "report-results", "plot-temporary", "results-past-path-max"])
+def test_a_name_too_long_names_the_option(tmp_path, monkeypatch, one_line_exit_2, argv, option,
+                                          needles):
     monkeypatch.chdir(tmp_path)
-    line = one_line_exit_2(argv)
+    line = one_line_exit_2(argv, *needles)
     assert line.startswith(f"error: {option} '") and "bytes long" in line
     assert "Errno" not in line and not any(tmp_path.iterdir())  # nothing created
 
@@ -96,13 +105,6 @@ def test_links_folders_and_files_where_they_do_not_belong(tmp_path, monkeypatch,
                     f"'{tmp_path / 'ffn'}' is a file")
 
 
-def test_plot_name_whose_temporary_name_is_too_long(tmp_path, one_line_exit_2):
-    name = "f" * (NAME_MAX - 10) + ".png"  # fits, but `.NAME.<12 hex>.tmp.png` does not
-    one_line_exit_2(["budget", "--sweep", "--plot", str(tmp_path / name)],
-                    "--plot", "temporary name", f"at most {NAME_MAX - 22} bytes")
-    assert not any(tmp_path.iterdir())
-
-
 @pytest.mark.parametrize("argv", [["budget", "--sweep", "--plot"],
                                   ["train", "--steps", "1", "--out"],
                                   ["suite", "ffn", "--tiny", "--results"],
@@ -111,12 +113,6 @@ def test_plot_name_whose_temporary_name_is_too_long(tmp_path, one_line_exit_2):
 def test_a_nul_byte_or_an_empty_path(one_line_exit_2, argv, path, why):
     """No shell passes a NUL, a caller of `main` can: refused, never a ValueError bug."""
     one_line_exit_2([*argv, path], f"{argv[-1]} ", why)
-
-
-def test_results_path_past_path_max(tmp_path, one_line_exit_2):
-    deep = "/".join(["d" * 200] * (os.pathconf("/tmp", "PC_PATH_MAX") // 200 + 1))
-    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path / deep)],
-                    "--results", "characters)", "paths written there are up to")
 
 
 def test_plot_under_a_folder_that_cannot_be_searched(tmp_path, blocklab, one_line_exit_2):
