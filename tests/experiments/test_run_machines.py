@@ -33,7 +33,7 @@ def _store(root: Path) -> list[Path]:
 
 
 # --- what a run records --------------------------------------------------------------------------
-def test_a_run_records_the_threads_it_ran_with():
+def test_a_run_records_the_threads_it_ran_with_and_an_older_provenance_is_reused():
     label = RunLabel("run", "run", 0, "0" * 12)
     result = base.execute_spec(lambda progress: RunResult("ok", extra={"value": 1.0}), label,
                                False)
@@ -42,6 +42,10 @@ def test_a_run_records_the_threads_it_ran_with():
     # a run that trains no model knows no device, precision or kernels of one
     assert (stored["device"], stored["precision"], stored["backends"]) == (None, None, None)
     assert stored == provenance.current().to_dict()
+    old = {key: stored[key] for key in provenance.RESULT_KEYS}  # the oldest block: no machine
+    assert provenance.differences(old, provenance.current()) == []
+    # a block from the versions with C kernels also says whether they built: read no more
+    assert provenance.differences({**old, "kernels": "built"}, provenance.current()) == []
 
 
 def test_a_training_run_records_its_device_precision_and_its_models_kernels(tiny_model,
@@ -71,14 +75,6 @@ def test_what_a_run_used_is_in_no_run_id_and_decides_no_reuse(tmp_path):
         path.write_text(json.dumps(data))
     plan = base.plan_suite(_suite(), RunOptions("tiny", range(2)), tmp_path)
     assert plan.missing == [] and sorted(s.run_id for s in plan.specs) == ids
-
-
-def test_a_provenance_stored_before_these_fields_is_reused():
-    now = provenance.current().to_dict()
-    old = {key: now[key] for key in provenance.RESULT_KEYS}  # the oldest block: no machine
-    assert provenance.differences(old, provenance.current()) == []
-    # a block from the versions with C kernels also says whether they built: read no more
-    assert provenance.differences({**old, "kernels": "built"}, provenance.current()) == []
 
 
 # --- what a folder says --------------------------------------------------------------------------
