@@ -106,7 +106,9 @@ def test_the_warning_only_for_bf16_on_a_cpu_without_bf16_units(capsys, monkeypat
     assert capsys.readouterr().err == ""
 
 
-def test_suite_bf16_warns_before_it_runs(tmp_path, capsys, monkeypatch):
+def test_suite_bf16_warns_before_it_runs_and_a_suite_without_it_is_one_line(tmp_path, capsys,
+                                                                             one_line_exit_2,
+                                                                             monkeypatch):
     import blocklab.experiments.suites as suites
 
     _cpu(monkeypatch, "avx2")
@@ -121,12 +123,6 @@ def test_suite_bf16_warns_before_it_runs(tmp_path, capsys, monkeypatch):
                  "--precision", "bf16"]) == 0
     (warning,) = _warnings(capsys.readouterr().err)
     assert started == ["bf16"] and "bfloat16 matmuls are emulated" in warning
-
-
-def test_suite_precision_the_suite_does_not_take_is_one_line_not_a_warning(tmp_path,
-                                                                          one_line_exit_2,
-                                                                          monkeypatch):
-    _cpu(monkeypatch, "avx2")  # no bfloat16 units: still only the error
+    # a suite that does not take bf16, on a CPU without bfloat16 units: still only the error
     one_line_exit_2(["suite", "norm-cost", "--tiny", "--results", str(tmp_path),
                      "--precision", "bf16"], "precision='bf16'", "norm-cost")
-
