@@ -112,7 +112,8 @@ def ray_instance():
     ray.shutdown()
 
 
-def test_every_suites_runs_can_be_sent_to_ray_workers():
+def test_every_suites_runs_can_be_sent_to_ray_workers_and_one_that_cannot_is_named(
+        ray_instance, tmp_path):
     cloudpickle = pytest.importorskip("ray.cloudpickle")
     for name in SUITE_MODULES:
         suite = get_suite(name)
@@ -120,6 +121,18 @@ def test_every_suites_runs_can_be_sent_to_ray_workers():
         specs = [*(suite.tune(options, []) if suite.tune else []), *suite.plan(options, [])]
         for spec in specs:
             assert callable(cloudpickle.loads(cloudpickle.dumps(spec.execute))), spec.label
+    # one that cannot be pickled is named before anything starts
+    lock = threading.Lock()
+
+    def plan(options, tuned=()):
+        return [base.RunSpec("locked", "a", 0, {"seed": 0},
+                             lambda progress: RunResult("ok", extra={"held": lock.locked()}))]
+
+    suite = base.Suite("toy", "a toy", plan, lambda options, results: None, ToyData)
+    with pytest.raises(ValueError, match="run 'locked' cannot be sent to Ray workers: "
+                                         "TypeError: cannot pickle '_thread.lock' object"):
+        run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False,
+                  executor=RayExecutor())
 
 
 def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys, monkeypatch,
@@ -168,20 +181,6 @@ def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
                         progress=False, executor=executor)
     assert _done(tmp_path) == ["a0", "a1", "b0", "b1"]  # only the two missing runs ran again
     assert summary.data.diff.mean == 1.0 and (store / "summary.json").exists()
-
-
-def test_a_run_that_cannot_be_pickled_is_named_before_anything_starts(ray_instance, tmp_path):
-    lock = threading.Lock()
-
-    def plan(options, tuned=()):
-        return [base.RunSpec("locked", "a", 0, {"seed": 0},
-                             lambda progress: RunResult("ok", extra={"held": lock.locked()}))]
-
-    suite = base.Suite("toy", "a toy", plan, lambda options, results: None, ToyData)
-    with pytest.raises(ValueError, match="run 'locked' cannot be sent to Ray workers: "
-                                         "TypeError: cannot pickle '_thread.lock' object"):
-        run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False,
-                  executor=RayExecutor())
 
 
 def test_jobs_must_be_a_positive_count():
