@@ -82,9 +82,10 @@ def test_sweep_and_plot(tmp_path, capsys):
     assert main(["budget", "--sweep"]) == 0
     out = capsys.readouterr().out
     assert "2,097,152" in out and "3,145,728" in out and "4,194,304" in out
-    plot = tmp_path / "sweep.png"
+    plot = tmp_path / "new" / "deeper" / "sweep.png"  # its folders made, no temporary left
     doc = run_json(capsys, "--sweep", "--plot", str(plot))
-    assert plot.is_file() and doc["plot"] == str(plot)
+    assert plot.stat().st_size > 0 and doc["plot"] == str(plot)
+    assert [p.name for p in plot.parent.iterdir()] == ["sweep.png"]
     assert {r["vary"] for r in doc["rows"]} == {"batch", "seq_len", "d", "m"}
 
 

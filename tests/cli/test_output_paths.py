@@ -10,8 +10,6 @@ import os
 
 import pytest
 
-from blocklab.cli import main
-
 NAME_MAX = os.pathconf("/tmp", "PC_NAME_MAX")
 LONG = "a" * (NAME_MAX + 1)  # one byte past what a name may be
 
@@ -124,9 +122,3 @@ def test_plot_under_a_folder_that_cannot_be_searched(tmp_path, blocklab, one_lin
     finally:
         hidden.chmod(0o755)
     assert "cannot be searched" in one_line_exit_2(proc)
-
-
-def test_a_good_plot_path_is_made(tmp_path, capsys):
-    target = tmp_path / "new" / "deeper" / "fig.png"
-    assert main(["budget", "--sweep", "--plot", str(target)]) == 0
-    assert target.stat().st_size > 0 and [p.name for p in target.parent.iterdir()] == ["fig.png"]
