@@ -123,10 +123,6 @@ def test_a_suite_lock_is_released_when_its_holder_dies(tmp_path):
         pass
 
 
-def _hold_machine_lock(mode: str, seconds: float, env=None) -> subprocess.Popen:
-    return _holding(f"machine_lock(exclusive={mode == 'exclusive'})", seconds, env)
-
-
 @pytest.mark.parametrize(("other", "exclusive", "said"), [
     ("shared", True, "waiting for other blocklab runs on this machine to finish before timing"),
     ("exclusive", False, "waiting for other blocklab runs on this machine to finish before "
@@ -134,7 +130,7 @@ def _hold_machine_lock(mode: str, seconds: float, env=None) -> subprocess.Popen:
     ("shared", False, None),  # two processes train side by side
 ])
 def test_timing_and_training_wait_for_each_other_and_say_so(other, exclusive, said):
-    child = _hold_machine_lock(other, 1.5)
+    child = _holding(f"machine_lock(exclusive={other == 'exclusive'})", 1.5)
     echoed: list[str] = []
     start = time.monotonic()
     with machine_lock(exclusive=exclusive, echo=echoed.append):
@@ -404,7 +400,7 @@ def test_another_user_with_another_tmpdir_waits_on_the_same_lock(two_tmpdirs):
             return {"path": str(locks.machine_lock_path()), "waited": time.monotonic() - start,
                     "said": said}
 
-    trains = _hold_machine_lock("shared", 1.5, env=_without_named_lock(two_tmpdirs[0]))
+    trains = _holding("machine_lock()", 1.5, env=_without_named_lock(two_tmpdirs[0]))
     out = run_as(USER, time_alone)
     trains.wait()
     assert out.get("ok", {}).get("path") == "/tmp/blocklab-machine.lock", out
