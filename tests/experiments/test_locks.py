@@ -261,9 +261,8 @@ def _train_then_time() -> str:
 @needs_root
 @pytest.mark.parametrize("mode", [0o644, 0o444, 0o666, 0o600])
 def test_another_users_machine_lock_serves_this_user_if_it_can_open_it(shared_tmp, mode):
-    """The bug: a lock made by the first user to train (umask 022: 0644) refused everyone else
-    with Permission denied. flock needs no write access, so it is held read-only. One this user
-    cannot open (made so by hand, or by an old blocklab under umask 077) is one line."""
+    """flock needs no write access: a lock the first user made (0644 under umask 022) is held
+    read-only by the others; one this user cannot open (0600) is one line."""
     path = shared_tmp / "machine.lock"
     _others_lock(path, mode)
     assert run_as(USER, _train_then_time) == ({"ok": "held"} if mode != 0o600 else {
@@ -377,9 +376,8 @@ def two_tmpdirs(monkeypatch):
 
 
 def test_two_shells_with_other_tmpdirs_share_the_machine_lock(two_tmpdirs):
-    """The bug: the lock lived in $TMPDIR, so a shell with another TMPDIR timed beside a
-    training run instead of waiting for it. One path, so one lock: a timing waits for a
-    training run's hold of it (test_timing_and_training_wait_for_each_other_and_say_so)."""
+    """One path whatever $TMPDIR, so a timing waits for a training run started in another
+    shell (test_timing_and_training_wait_for_each_other_and_say_so)."""
     show = "from blocklab.experiments.locks import machine_lock_path as p; print(p())"
     paths = [subprocess.run([sys.executable, "-c", show], env=_without_named_lock(folder),
                             capture_output=True, text=True, check=True).stdout.strip()

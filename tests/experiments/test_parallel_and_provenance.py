@@ -148,8 +148,7 @@ def _elsewhere(**changed):
 ])
 def test_a_timing_from_another_machine_is_run_again_and_a_training_run_reused(tmp_path, edit,
                                                                              reason):
-    """The bug: a timing stored on a 64-core machine was shown as this one's ("6 of 6 runs
-    were already stored"). Losses are any machine's; timings are only this machine's."""
+    """Losses are any machine's; timings are only this machine's."""
     calls: list = []
     options = RunOptions("tiny", range(1))
     run_suite(_timing_and_training_suite(calls), options, tmp_path, progress=False)

@@ -162,10 +162,8 @@ def test_a_result_file_this_user_may_not_read_is_named_and_run_again(shared_tmp)
 
 
 def test_a_file_holding_another_runs_result_is_not_that_run(tmp_path):
-    """The bug: a run's file overwritten with another run's result was read as that run. A
-    result names the run it is (a lone training run its run id; a suite's run the id of the
-    spec it ran, `run.run_id`), and under another run's name it is not read: it says why and
-    is run again."""
+    """A result names the run it is (a lone training run its run id, a suite's run
+    `run.run_id`): under another run's name it is not read, says why and is run again."""
     store = ResultStore(tmp_path)
     store.save("bbbbbbbbbbbb", RunResult("ok", run_id="bbbbbbbbbbbb"))
     store.save("cccccccccccc", RunResult("ok", run=RunLabel("c/0", "c", 0, "cccccccccccc")))
