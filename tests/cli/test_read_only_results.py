@@ -26,7 +26,7 @@ def _listing(folder):
     return sorted((str(p.relative_to(folder)), p.stat().st_mtime_ns) for p in folder.rglob("*"))
 
 
-def test_report_reads_a_read_only_folder_that_holds_every_run(tmp_path, stored, blocklab):
+def test_report_and_claims_read_a_read_only_folder_that_holds_every_run(tmp_path, stored, blocklab):
     before = _listing(stored)
     proc = blocklab("report", "--tiny", "--results", str(stored), "--out",
                     str(tmp_path / "report"), "--lang", "en", "--no-progress",
@@ -38,6 +38,9 @@ def test_report_reads_a_read_only_folder_that_holds_every_run(tmp_path, stored, 
         "--no-run (no seeds added)\n")
     assert (tmp_path / "report" / "index.html").is_file()
     assert "missing suite results" not in proc.stdout
+    proc = blocklab("claims", "--tiny", "--results", str(stored), bound_by_modes=True,
+                    env={**os.environ, "LANG": "C.UTF-8"})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert _listing(stored) == before
 
 
@@ -58,13 +61,3 @@ def test_report_out_must_still_be_writable(tmp_path, stored, blocklab, one_line_
     proc = blocklab("report", "--tiny", "--results", str(stored), "--out", str(out),
                     bound_by_modes=True)
     assert one_line_exit_2(proc).startswith(f"error: --out {str(out)!r}: ")
-
-
-def test_claims_reads_a_read_only_folder(stored, blocklab):
-    """(The report's build reads it as above, --no-run or not.)"""
-    before = _listing(stored)
-    proc = blocklab("claims", "--tiny", "--results", str(stored), bound_by_modes=True,
-                    env={**os.environ, "LANG": "C.UTF-8"})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""
-    assert _listing(stored) == before
