@@ -72,10 +72,18 @@ def test_config_file_then_flags_override(tmp_path, capsys):
                            "'cuda[:index]'"),
     (["--data", "/no/such/file"], "is not 'stdlib', 'shakespeare'"),
     (["--eval-lengths", "a,b"], "--eval-lengths 'a,b'"),
+    # a warmup longer than the run, set by a flag or in the --config file
+    (["--warmup", "30"], "error: --warmup 30 is more than --steps 20: the learning rate would "
+                         "still be warming up when training ends; expected a warmup of at most "
+                         "20 steps"),
+    (["--config", "{config}"], "train.warmup_steps=21 is more than --steps 20"),
 ])
 def test_bad_values_are_one_line_exit_2(tmp_path, one_line_exit_2, args, message):
-    one_line_exit_2(["train", *TINY, *args, "--out", str(tmp_path)], message)
-    assert not (tmp_path / "result.json").exists()
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"train": {"warmup_steps": 21}}))
+    one_line_exit_2(["train", *TINY, *(a.format(config=config) for a in args), "--out",
+                     str(tmp_path / "o")], message)
+    assert not (tmp_path / "o").exists()
 
 
 def test_diverged_run_exits_1_and_keeps_the_result(tmp_path, capsys):
@@ -83,21 +91,6 @@ def test_diverged_run_exits_1_and_keeps_the_result(tmp_path, capsys):
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["status"] == "diverged" and result["curves"]["train_loss"]
     assert "diverged" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(("args", "config", "message"), [
-    (["--warmup", "30"], None, "error: --warmup 30 is more than --steps 20: the learning rate "
-                               "would still be warming up when training ends; expected a "
-                               "warmup of at most 20 steps"),
-    ([], {"train": {"warmup_steps": 21}}, "train.warmup_steps=21 is more than --steps 20"),
-])
-def test_warmup_longer_than_the_run_is_one_line_exit_2(tmp_path, one_line_exit_2, args, config,
-                                                       message):
-    if config is not None:
-        (tmp_path / "run.json").write_text(json.dumps(config))
-        args = [*args, "--config", str(tmp_path / "run.json")]
-    one_line_exit_2(["train", *TINY, *args, "--out", str(tmp_path / "o")], message)
-    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize(("text", "extra", "message"), [

@@ -1,12 +1,10 @@
 """The ffn suite's runs: equal parameter counts, arms that really differ, the zero-gradient
-probe, the run records read back, and the plan (tuning, each arm's lr, the longer runs)."""
+probe, and the plan (tuning, each arm's lr, the longer runs)."""
 
 import pytest
 import torch
 
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import ResultStore
-from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.base import TUNING_SEEDS
 from blocklab.experiments.suites.ffn import runs as ffn
@@ -69,19 +67,6 @@ def test_zero_gradient_fraction_matches_the_sign_of_relu_inputs():
     smooth = build_model(ffn.model_config("swiglu", size),
                          ffn.train_config(size, TINY, seed=0, lr=1e-3))
     assert ffn.zero_gradient_fraction(smooth, batch) == 0.0
-
-
-def test_the_run_records_read_back_from_the_store(tmp_path):
-    store = ResultStore(tmp_path)
-    ms = {"relu": 10.0, "swiglu": 12.5}
-    store.save("timing", RunResult(status="ok", wall_time_s=1.0, extra={
-        "ms_per_step": ms, "samples_ms": {a: [v] for a, v in ms.items()}, "threads": 1}))
-    assert ffn.StepTiming.of(store.load("timing"), "timing") == ffn.StepTiming(
-        ms, {"relu": [10.0], "swiglu": [12.5]}, 1)
-    store.save("run", RunResult(status="ok",
-                                extra={"zero_grad_fraction": {"init": 0.5, "final": 0.0}}))
-    assert ffn.ZeroGradFraction.of(store.load("run"), "run") == ffn.ZeroGradFraction(0.5, 0.0)
-    assert ffn.ZeroGradFraction.of(RunResult(status="stuck"), "run") is None
 
 
 @pytest.mark.parametrize(("name", "widths"), [

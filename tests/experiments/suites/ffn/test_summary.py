@@ -101,6 +101,7 @@ def test_a_missing_or_failed_run_is_counted_by_status_and_left_out_of_the_statis
     assert swiglu.val_loss.mean == pytest.approx(0.9 * 1.2)
     assert swiglu.delta_vs_relu.mean == pytest.approx(-0.1 * 1.2)
     assert swiglu.ms_per_step is None and swiglu.equal_time_step is None
+    assert ffn.ZeroGradFraction.of(RunResult(status="stuck"), "run") is None  # none recorded
 
 
 @pytest.fixture
