@@ -57,28 +57,6 @@ def test_a_checkpoint_refuses_what_it_cannot_time(one_line_exit_2, tmp_path):
     one_line_exit_2(["quantize", str(tmp_path), "--seq", "8"], f"MODEL {tmp_path}", "safetensors")
 
 
-def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
-    import torch
-
-    from blocklab.experiments.int8_measurements import checkpoint_layers
-
-    model = _checkpoint(tmp_path)
-    code, out, err = run_cli(["quantize", str(tmp_path), "--layers", "2", "--seq", "8",
-                                "--repeats", "2", "--json"], capsys)
-    assert code == 0 and "warning" not in err, err
-    doc = json.loads(out)
-    assert doc["weights"] == "checkpoint" and "checkpoint's own weights" in doc["note"]
-    assert doc["nonfinite_weights"] == {}
-    assert all(d["logits_error"] is not None for d in doc["schemes"][1:])
-    assert doc["timed_config"]["vocab_size"] == 48 and doc["timed_config"]["n_layers"] == 2
-    assert doc["timed_config"]["d_model"] == 32
-    cut = checkpoint_layers(tmp_path, 2)
-    full = model.state_dict()
-    for name, tensor in cut.state_dict().items():  # every tensor is the checkpoint's own
-        torch.testing.assert_close(tensor, full[name], atol=0, rtol=0)
-    assert "layers.2.ffn.down_proj.weight" not in cut.state_dict()
-
-
 @pytest.mark.parametrize("vnni", [False, True])
 def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkeypatch, vnni):
     import blocklab.experiments.suites.quantize.timing as suite
@@ -94,19 +72,34 @@ def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkey
     assert "an estimate, not a bound" in out
 
 
-def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys, tmp_path,
-                                                                          monkeypatch):
+def test_a_checkpoint_is_timed_with_its_own_weights_and_nan_weights_are_flagged(
+        capsys, tmp_path, monkeypatch):
     import torch
 
+    from blocklab.experiments.int8_measurements import checkpoint_layers
     from blocklab.interop.hf import save_hf
 
     model = _checkpoint(tmp_path)
+    quantize = ["quantize", str(tmp_path), "--layers", "2", "--seq", "8", "--repeats", "2"]
+    code, out, err = run_cli([*quantize, "--json"], capsys)
+    assert code == 0 and "warning" not in err, err
+    doc = json.loads(out)
+    assert doc["weights"] == "checkpoint" and "checkpoint's own weights" in doc["note"]
+    assert doc["nonfinite_weights"] == {}
+    assert all(d["logits_error"] is not None for d in doc["schemes"][1:])
+    assert doc["timed_config"]["vocab_size"] == 48 and doc["timed_config"]["n_layers"] == 2
+    assert doc["timed_config"]["d_model"] == 32
+    cut = checkpoint_layers(tmp_path, 2)
+    full = model.state_dict()
+    for name, tensor in cut.state_dict().items():  # every tensor is the checkpoint's own
+        torch.testing.assert_close(tensor, full[name], atol=0, rtol=0)
+    assert "layers.2.ffn.down_proj.weight" not in cut.state_dict()
+
     with torch.no_grad():
         model.layers[0].ffn.gate_proj.weight[0, :3] = float("nan")
         model.layers[1].attention.q_proj.weight[1, 1] = float("inf")
         model.layers[2].ffn.down_proj.weight[0, 0] = float("nan")  # not timed with --layers 2
     save_hf(model, tmp_path)
-    quantize = ["quantize", str(tmp_path), "--layers", "2", "--seq", "8", "--repeats", "2"]
     code, out, err = run_cli([*quantize, "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)  # strict JSON: no NaN token
