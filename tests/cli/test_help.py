@@ -1,6 +1,6 @@
 """`blocklab --help` and every command's `--help`: readable at 80 columns, with no `<bool>`
-placeholder on a flag, arguments named NAME (never {name}), and docstring paragraphs that reflow
-instead of keeping the source's line breaks."""
+placeholder on a flag, arguments named NAME (never {name}), docstring paragraphs that reflow
+instead of keeping the source's line breaks, and `suite --help` naming every suite."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 import typer
 
 from blocklab.cli import _register, app, main
+from blocklab.experiments.suites import SUITE_MODULES
 
 _register()
 COMMANDS = sorted(typer.main.get_command(app).commands)
@@ -55,6 +56,9 @@ def test_help_fits_80_columns_names_arguments_in_capitals_and_reflows(argv, monk
     for previous, following in zip(description, description[1:], strict=False):
         if previous.strip() and following.strip():
             assert not _word_would_fit(previous, following, 199), (previous, following)
+    if argv == ["suite"]:  # NAME's help lists every registered suite
+        text = " ".join(lines)
+        assert [n for n in SUITE_MODULES if not re.search(rf"\b{re.escape(n)}\b", text)] == []
 
 
 def test_command_summaries_reflow(monkeypatch, capsys):
@@ -72,11 +76,3 @@ def test_command_summaries_reflow(monkeypatch, capsys):
         if following[:summary_at].isspace():  # a continuation line of a summary
             assert not _word_would_fit(previous, following, len(following) - 1), (
                 previous, following)
-
-
-def test_suite_help_lists_every_registered_suite(monkeypatch, capsys):
-    from blocklab.experiments.suites import SUITE_MODULES
-
-    text = " ".join(render(["suite"], 200, monkeypatch, capsys))
-    for name in SUITE_MODULES:
-        assert re.search(rf"\b{re.escape(name)}\b", text), name

@@ -15,12 +15,21 @@ LONG = "a" * (NAME_MAX + 1)  # one byte past what a name may be
 
 
 # --- the cases the issue measured ----------------------------------------------------------------
-def test_plot_in_a_read_only_working_directory(tmp_path, blocklab, one_line_exit_2, read_only):
+def test_plot_in_a_read_only_working_directory_or_under_a_folder_that_cannot_be_searched(
+        tmp_path, blocklab, one_line_exit_2, read_only):
     cwd = read_only(tmp_path / "ro")
     proc = blocklab("budget", "--sweep", "--plot", "fig.png", cwd=cwd, bound_by_modes=True)
     line = one_line_exit_2(proc)
     assert "--plot 'fig.png'" in line and f"the working directory '{cwd}' is not writable" in line
     assert ".tmp" not in line  # the temporary file is blocklab's business, not the user's
+    hidden = tmp_path / "hidden"
+    hidden.mkdir(mode=0o600)  # readable, not searchable: nothing inside can be reached
+    try:
+        proc = blocklab("budget", "--sweep", "--plot", str(hidden / "sub" / "x.png"),
+                        bound_by_modes=True)
+    finally:
+        hidden.chmod(0o755)
+    assert "cannot be searched" in one_line_exit_2(proc)
 
 
 DEEP = "/".join(["d" * 200] * (os.pathconf("/tmp", "PC_PATH_MAX") // 200 + 1))
@@ -111,14 +120,3 @@ def test_links_folders_and_files_where_they_do_not_belong(tmp_path, monkeypatch,
 def test_a_nul_byte_or_an_empty_path(one_line_exit_2, argv, path, why):
     """No shell passes a NUL, a caller of `main` can: refused, never a ValueError bug."""
     one_line_exit_2([*argv, path], f"{argv[-1]} ", why)
-
-
-def test_plot_under_a_folder_that_cannot_be_searched(tmp_path, blocklab, one_line_exit_2):
-    hidden = tmp_path / "hidden"
-    hidden.mkdir(mode=0o600)  # readable, not searchable: nothing inside can be reached
-    try:
-        proc = blocklab("budget", "--sweep", "--plot", str(hidden / "sub" / "x.png"),
-                        bound_by_modes=True)
-    finally:
-        hidden.chmod(0o755)
-    assert "cannot be searched" in one_line_exit_2(proc)

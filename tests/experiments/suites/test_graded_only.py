@@ -64,17 +64,6 @@ def test_ffn_tunes_and_trains_c16s_arms_and_their_baseline_only(size):
     _each_seed_once(specs, expected, _options("ffn", size).seeds)
 
 
-def test_ffn_full_plans_every_arm_the_sensitivity_arms_the_trend_and_the_timing():
-    full = ffn.SIZES["full"]
-    specs = _plan("ffn", "full")
-    kinds = {kind: {s.arm for s in specs if s.payload["kind"] == kind}
-             for kind in ("train", "sensitivity", "trend", "timing")}
-    assert kinds == {"train": set(ffn.ARMS), "sensitivity": set(ffn.SENSITIVITY_ARMS),
-                     "trend": set(ffn.TREND_ARMS), "timing": {"timing"}}
-    assert {s.payload["model"]["d_model"] for s in specs if s.payload["kind"] == "trend"} == set(
-        full.trend_widths)  # (its tuning: ffn/test_runs.py)
-
-
 # --- norm-cost: C18 -------------------------------------------------------------------------------
 def _c18_arms(size: str) -> set[str]:
     """The analytic parts (exact counts) read no run; the quality part the two norms' runs."""
@@ -101,11 +90,6 @@ def test_norm_cost_plans_the_quality_runs_and_the_reported_timings_only(size):
             norm_cost.SIZES[size].threads)
     _each_seed_once([s for s in specs if s.arm not in NORM_COST_REPORTED], expected,
                     _options("norm-cost", size).seeds)
-
-
-def test_norm_cost_full_plans_the_kernel_runs_too():
-    assert {s.arm for s in _plan("norm-cost", "full")} == {"kernels", "rmsnorm", "layernorm",
-                                                          *NORM_COST_REPORTED}
 
 
 # --- placement: C12, C13, C19, C36 ----------------------------------------------------------------
@@ -175,17 +159,30 @@ def test_position_trains_the_graded_arms_and_times_the_cost_run_only(size):
                     _options("position", size).seeds)
 
 
-def test_position_full_trains_every_scheme_its_passkey_models_and_the_relative_error():
-    arms = {s.arm for s in _plan("position", "full")}
-    schemes = set(position.schemes("full"))
-    assert arms == {*schemes, *(f"passkey:{a}" for a in schemes), "cost", "relative_error"}
-
-
 # --- quantize: C32, C33 (unchanged: all of it is graded) ------------------------------------------
 @pytest.mark.parametrize("size", GRADED_ONLY)
 def test_quantize_plans_the_timing_and_quality_runs(size):
     assert registered("C32", size) and registered("C33", size)
     assert {s.arm for s in _plan("quantize", size)} == {"timing", "quality"}
+
+
+# --- at --size full: every arm of the design ------------------------------------------------------
+def test_full_plans_every_arm_of_the_design():
+    # ffn: every arm, the sensitivity arms, the trend and the timing
+    specs = _plan("ffn", "full")
+    kinds = {kind: {s.arm for s in specs if s.payload["kind"] == kind}
+             for kind in ("train", "sensitivity", "trend", "timing")}
+    assert kinds == {"train": set(ffn.ARMS), "sensitivity": set(ffn.SENSITIVITY_ARMS),
+                     "trend": set(ffn.TREND_ARMS), "timing": {"timing"}}
+    assert {s.payload["model"]["d_model"] for s in specs if s.payload["kind"] == "trend"} == set(
+        ffn.SIZES["full"].trend_widths)  # (its tuning: ffn/test_runs.py)
+    # norm-cost: the kernel runs too
+    assert {s.arm for s in _plan("norm-cost", "full")} == {"kernels", "rmsnorm", "layernorm",
+                                                          *NORM_COST_REPORTED}
+    # position: every scheme, its passkey models and the relative error
+    arms = {s.arm for s in _plan("position", "full")}
+    schemes = set(position.schemes("full"))
+    assert arms == {*schemes, *(f"passkey:{a}" for a in schemes), "cost", "relative_error"}
 
 
 # --- the end-of-run evaluation --------------------------------------------------------------------
