@@ -92,10 +92,6 @@ class ShapeKey(NamedTuple):
     precision: str
 
     @property
-    def layers(self) -> int:
-        return self.model.n_layers
-
-    @property
     def family(self) -> tuple[object, ...]:
         """The shape but the depth: models of one family are interpolated in n_layers."""
         cost = tuple(getattr(self.model, f.name) for f in dataclasses.fields(ModelConfig)
@@ -275,8 +271,8 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
     for key in shapes:
         families.setdefault(key.family, []).append(key)
     # Each family's deepest model first, then its shallowest: two points fix a line in depth.
-    deepest = [max(keys, key=lambda k: k.layers) for keys in families.values()]
-    shallowest = [min(keys, key=lambda k: k.layers) for keys in families.values()]
+    deepest = [max(keys, key=lambda k: k.model.n_layers) for keys in families.values()]
+    shallowest = [min(keys, key=lambda k: k.model.n_layers) for keys in families.values()]
     order = [reference] + deepest + [k for k in shallowest if k not in deepest]
     models = dict(shapes)
     models[reference] = reference_model()
@@ -389,16 +385,17 @@ def _fill(shapes: dict[ShapeKey, ModelConfig], timings: dict[ShapeKey, Timing],
     for key in shapes:
         if key in timings:
             continue
-        family = sorted((k.layers, timings[k]) for k in timings if k.family == key.family)
+        family = sorted((k.model.n_layers, timings[k]) for k in timings
+                        if k.family == key.family)
         if len(family) >= 2 and family[0][0] != family[-1][0]:
             (l0, t0), (l1, t1) = family[0], family[-1]
-            w = (key.layers - l0) / (l1 - l0)
+            w = (key.model.n_layers - l0) / (l1 - l0)
             filled[key] = Timing(*(max(1e-6, a + w * (b - a))
                                    for a, b in zip(dataclasses.astuple(t0),
                                                    dataclasses.astuple(t1), strict=True)))
         elif family:
             layers, t = family[0]
-            r = (1 + key.layers) / (1 + layers)
+            r = (1 + key.model.n_layers) / (1 + layers)
             filled[key] = Timing(t.build_s * r, t.step_s * r, t.forward_s * r, t.call_s * r)
         else:
             filled[key] = fit(key)
@@ -414,7 +411,7 @@ def _fit(timings: dict[ShapeKey, Timing], models: dict[ShapeKey, ModelConfig]
 
     def features(key: ShapeKey) -> list[float]:
         flops = training_flops(models[key], key.batch, key.seq, 1)
-        return [1.0, float(key.layers), flops]
+        return [1.0, float(key.model.n_layers), flops]
 
     if len(keys) < 3:  # too few points for three coefficients: the nearest in FLOPs, scaled
         def nearest(key: ShapeKey) -> Timing:
