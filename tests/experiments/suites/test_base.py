@@ -20,7 +20,7 @@ from blocklab.experiments.summaries import Interval, Summary, load_summary
 from ..conftest import ToyData, toy_suite
 
 
-def test_mean_ci_by_hand():
+def test_mean_ci_by_hand_and_as_a_table_shows_it():
     stats = base.mean_ci([1.0, 2.0, 3.0])
     # mean 2, sd 1, half width t(2)·1/√3
     assert stats.mean == 2.0 and stats.sd == 1.0 and stats.n == 3
@@ -28,6 +28,11 @@ def test_mean_ci_by_hand():
     assert stats.ci_high - 2.0 == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
     assert base.mean_ci([]) == Interval(0)
     assert base.mean_ci([5.0]) == Interval(1, 5.0)
+    # and as a table shows it
+    assert base.format_ci(Interval(0)) == "—"
+    assert base.format_ci(Interval(1, 0.5)) == "+0.500 (n=1)"
+    assert base.format_ci(stats, 2).startswith("+2.00 [")
+    assert base.format_level(stats, 2).startswith("2.00 [")
 
 
 def test_paired_difference_drops_non_finite_pairs():
@@ -35,13 +40,6 @@ def test_paired_difference_drops_non_finite_pairs():
     assert stats.n == 2 and stats.mean == pytest.approx(0.75)
     with pytest.raises(ValueError, match="equal lengths"):
         base.paired_difference([1.0], [1.0, 2.0])
-
-
-def test_format_ci():
-    assert base.format_ci(Interval(0)) == "—"
-    assert base.format_ci(Interval(1, 0.5)) == "+0.500 (n=1)"
-    assert base.format_ci(base.mean_ci([1.0, 2.0, 3.0]), 2).startswith("+2.00 [")
-    assert base.format_level(base.mean_ci([1.0, 2.0, 3.0]), 2).startswith("2.00 [")
 
 
 def _toy_suite(calls, fail_at=None):

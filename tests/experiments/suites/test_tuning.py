@@ -44,17 +44,15 @@ def test_a_grid_whose_optimum_sits_at_the_top_edge_is_extended_until_interior():
     losses = {1e-3: 3.0, 2e-3: 2.8, 4e-3: 2.6}
     t = tune_arm(GRID, trials_for(losses), "a")
     assert t.grid == (1e-3, 2e-3, 4e-3, 8e-3) and not t.interior  # 8e-3 not tried yet
+    # had the point past the edge diverged, the optimum would be interior
+    t = tune_arm(GRID, trials_for({**losses, 8e-3: None}), "a")
+    assert (t.lr, t.interior, t.grid[-1]) == (4e-3, True, 8e-3)
     losses[8e-3] = 2.5
     t = tune_arm(GRID, trials_for(losses), "a")
     assert t.grid[-1] == 1.6e-2 and t.extended == 2
     losses[1.6e-2] = 2.7
     t = tune_arm(GRID, trials_for(losses), "a")
     assert (t.lr, t.interior, t.extended) == (8e-3, True, 2)
-
-
-def test_a_diverging_point_past_the_edge_makes_the_optimum_interior():
-    t = tune_arm(GRID, trials_for({1e-3: 3.0, 2e-3: 2.8, 4e-3: 2.6, 8e-3: None}), "a")
-    assert (t.lr, t.interior, t.grid[-1]) == (4e-3, True, 8e-3)
 
 
 def test_a_flat_grid_of_runs_that_did_not_learn_grows_down_to_its_cap_never_interior():
