@@ -173,7 +173,6 @@ def machine_lock_path() -> Path:
 class _Held:
     fd: int | None = None
     mode: str | None = None  # "shared" or "exclusive"
-    depth: int = 0
 
 
 # This process's hold on the machine lock, reused by nested requests (a second flock of the
@@ -189,14 +188,10 @@ def machine_lock(exclusive: bool = False, *, echo: Echo | None = None) -> Iterat
         yield
         return
     want = "exclusive" if exclusive else "shared"
-    if _HELD.mode == "exclusive" or _HELD.mode == want:
-        _HELD.depth += 1
-        try:
-            yield
-        finally:
-            _HELD.depth -= 1
+    if _HELD.mode == "exclusive" or _HELD.mode == want:  # covered by this process's hold
+        yield
         return
-    before = (_HELD.fd, _HELD.mode, _HELD.depth)
+    outer = _HELD.mode  # None, or the shared hold this block is nested in
     if _HELD.fd is not None:
         fd = _HELD.fd
     else:  # read-only: no one writes in it, and every user can open it so
@@ -211,17 +206,16 @@ def machine_lock(exclusive: bool = False, *, echo: Echo | None = None) -> Iterat
             echo("waiting for other blocklab runs on this machine to finish before "
                  + ("timing alone …" if exclusive else "starting (a timing is running) …"))
         fcntl.flock(fd, flag)
-    _HELD.fd, _HELD.mode, _HELD.depth = fd, want, 1
+    _HELD.fd, _HELD.mode = fd, want
     try:
         yield
     finally:
-        fd0, mode0, depth0 = before
-        if mode0 is None:
+        if outer is None:
             os.close(fd)
-            _HELD.fd, _HELD.mode, _HELD.depth = None, None, 0
+            _HELD.fd, _HELD.mode = None, None
         else:  # back to the shared hold this block was nested in
             fcntl.flock(fd, fcntl.LOCK_SH)
-            _HELD.fd, _HELD.mode, _HELD.depth = fd0, mode0, depth0
+            _HELD.mode = outer
 
 
 def _busy_and_total_s() -> tuple[float, float] | None:
