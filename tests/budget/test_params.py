@@ -32,9 +32,10 @@ def test_tiny_by_hand():
     assert p.model["position_embedding"] == 16 * 8
     assert p.model["token_type_embedding"] == 2 * 8
     assert p.model["embed_norm"] == 16
-    assert p.embedding == 80 + 128 + 16 + 16
-    assert p.other == p.model["pooler"] == 8 * 8 + 8
-    assert p.lm_head == 0 and p.model["final_norm"] == 0
+    buckets = p.buckets()
+    assert buckets["embedding"] == 80 + 128 + 16 + 16
+    assert buckets["other"] == p.model["pooler"] == 8 * 8 + 8
+    assert buckets["lm_head"] == 0 and p.model["final_norm"] == 0
 
 
 @given(d_heads=st.integers(1, 4), n_heads=st.sampled_from([1, 2, 4]), group=st.sampled_from(

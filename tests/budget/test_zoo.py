@@ -100,7 +100,7 @@ def test_interleaved_moe_counts_dense_and_moe_layers():
     assert moe.n_moe_layers == 2 and moe.moe_layer["router"] == 4 * 8
     expert_ffn = 5 * 3 * 8 * 16 + 4 * 8
     assert moe.total == dense.total + 2 * (expert_ffn - 3 * 8 * 24)
-    assert moe.ffn == 2 * 3 * 8 * 24 + 2 * expert_ffn
+    assert moe.buckets()["ffn"] == 2 * 3 * 8 * 24 + 2 * expert_ffn
 
 
 @pytest.mark.parametrize("changes, match", [

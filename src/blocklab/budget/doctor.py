@@ -263,16 +263,17 @@ def _post_norm(cfg: ModelConfig, raw: dict[str, Any], training: bool) -> list[Fi
 def _embeddings(cfg: ModelConfig, checkpoint: set[str] | None) -> list[Finding]:
     found = []
     params = count_params(cfg)
-    share = params.lm_head / params.total
+    head = params.model["lm_head"]
+    share = head / params.total
     if not cfg.tie_embeddings and share > UNTIED_HEAD_SHARE:
         found.append(Finding(
             "warning", "untied-head",
-            f"untied lm_head holds {params.lm_head:,} parameters, {share:.0%} of the model "
+            f"untied lm_head holds {head:,} parameters, {share:.0%} of the model "
             f"(vocab {cfg.vocab_size:,} x d_model {cfg.d_model})",
             f"tie_word_embeddings=true would save "
-            f"{_gib(nbytes(params.lm_head, DOCTOR_DTYPE))} in {DOCTOR_DTYPE}, as small models "
+            f"{_gib(nbytes(head, DOCTOR_DTYPE))} in {DOCTOR_DTYPE}, as small models "
             f"usually do",
-            {"lm_head": params.lm_head, "share": share}))
+            {"lm_head": head, "share": share}))
     if checkpoint is not None:
         has_head = "lm_head.weight" in checkpoint
         if cfg.tie_embeddings and has_head:

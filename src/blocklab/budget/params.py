@@ -85,37 +85,15 @@ class ParamCounts:
         return sum(self.layer.values())
 
     @property
-    def embedding(self) -> int:
-        return sum(self.model[p] for p in EMBEDDING_PARTS)
-
-    @property
-    def attention(self) -> int:
-        return self._layers(ATTENTION_PARTS)
-
-    @property
-    def ffn(self) -> int:
-        return self._layers(FFN_PARTS)
-
-    @property
-    def norm(self) -> int:
-        return self._layers(LAYER_NORM_PARTS) + self.model["final_norm"]
-
-    @property
-    def lm_head(self) -> int:
-        return self.model["lm_head"]
-
-    @property
-    def other(self) -> int:
-        return self.model["pooler"]
-
-    @property
     def total(self) -> int:
         return self._layers(LAYER_COMPONENTS) + sum(self.model.values())
 
     def buckets(self) -> dict[str, int]:
         """The six buckets of the module docstring; they sum to `total`."""
-        return {"embedding": self.embedding, "attention": self.attention, "ffn": self.ffn,
-                "norm": self.norm, "lm_head": self.lm_head, "other": self.other}
+        return {"embedding": sum(self.model[p] for p in EMBEDDING_PARTS),
+                "attention": self._layers(ATTENTION_PARTS), "ffn": self._layers(FFN_PARTS),
+                "norm": self._layers(LAYER_NORM_PARTS) + self.model["final_norm"],
+                "lm_head": self.model["lm_head"], "other": self.model["pooler"]}
 
     def components(self) -> dict[str, int]:
         """Whole-model count of every component (layer components times n_layers)."""
