@@ -171,7 +171,7 @@ def test_partial_rotary_leaves_the_rest_untouched(layout):
     assert rope.rotary_dim == 8
     cos, sin = rope(positions)
     assert cos.shape == (T, 8)
-    out_q, out_k = apply_rotary(q, k, cos, sin, layout, rotary_dim=8)
+    out_q, out_k = apply_rotary(q, k, cos, sin, layout)
     assert torch.equal(out_q[..., 8:], q[..., 8:]) and torch.equal(out_k[..., 8:], k[..., 8:])
     # The rotated part is ordinary RoPE on an 8-channel head (same frequencies: theta^(-2i/8)).
     full = RotaryEmbedding(8, layout=layout)
@@ -243,7 +243,6 @@ Q8, Q4, CS8 = torch.zeros(1, 1, 2, 8), torch.zeros(1, 1, 2, 4), torch.zeros(2, 8
         (lambda: RotaryEmbedding(16)(torch.tensor([0.0, 1.0])), "float32"),
         (lambda: RotaryEmbedding(16)(torch.zeros(1, 1, 1, dtype=torch.long)), "(1, 1, 1)"),
         (lambda: apply_rotary(Q8, Q8, CS8, CS8, "x"), "'x'"),
-        (lambda: apply_rotary(Q8, Q8, CS8, CS8, rotary_dim=4), "4"),
         (lambda: apply_rotary(Q4, Q4, CS8, CS8), "(1, 1, 2, 4)"),
         (lambda: permute_rotary_rows(torch.zeros(10, 4), 2, 4, "half_split"), "(10, 4)"),
         (lambda: permute_rotary_rows(torch.zeros(8, 4), 2, 4, "half_split", rotary_dim=3), "3"),

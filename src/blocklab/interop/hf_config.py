@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from blocklab.checks import real, shown_value
+from blocklab.checks import is_int, real, shown_value
 from blocklab.config import LAYER_TYPES, ModelConfig, check_rope_scaling, positive_int
 from blocklab.errors import ConfigError
 
@@ -114,10 +114,6 @@ def _hf_str(hf: dict[str, Any], key: str, default: str | None, where: str = "") 
     return value
 
 
-def _is_size(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and value > 0
-
-
 def hf_size(hf: dict[str, Any], key: str, model_type: str | None = None) -> Any:
     """`head_dim` or `num_key_value_heads` as transformers 5 resolves it: the value written,
     else the class default (None: derived); a null the class refuses raises."""
@@ -147,8 +143,7 @@ def _hf_sizes(hf: dict[str, Any], model_type: str) -> tuple[Any, Any, dict[str, 
     hidden_size the heads do not divide where the config class does."""
     heads = _need(hf, "num_attention_heads")
     hidden = hf.get("hidden_size")
-    if model_type in HF_HIDDEN_DIVISIBLE and _is_size(hidden) and _is_size(heads) \
-            and hidden % heads:
+    if model_type in HF_HIDDEN_DIVISIBLE and is_int(hidden) and is_int(heads) and hidden % heads:
         raise ConfigError(f"config.json hidden_size={hidden} is not a multiple of "
                           f"num_attention_heads={heads}; transformers' {model_type} config refuses "
                           f"that even with head_dim={shown_value(hf.get('head_dim'))}: expected "
@@ -612,11 +607,9 @@ def _from_hf_chatglm(hf: dict[str, Any], name: str) -> ModelConfig:
 def _every(key: str, value: Any, indices: list[int], n_layers: int, expected: str) -> int:
     """k such that `indices` are exactly layers k-1, 2k-1, ... of n_layers; else raises naming
     `key` and its `value` as written."""
-    if indices and indices[0] >= 0:
-        step = indices[0] + 1
-        if len(indices) == len(range(step - 1, n_layers, step)) and all(
-                i == j for i, j in zip(indices, range(step - 1, n_layers, step), strict=True)):
-            return step
+    step = indices[0] + 1 if indices else 0
+    if step > 0 and indices == list(range(step - 1, n_layers, step)):
+        return step
     raise ConfigError(f"config.json {key}={shown_value(value)} is not allowed; expected "
                       f"{expected} every k-th layer (k-1, 2k-1, ...) of "
                       f"num_hidden_layers={n_layers}")

@@ -94,7 +94,6 @@ def apply_rotary(
     cos: Tensor,
     sin: Tensor,
     layout: str = "half_split",
-    rotary_dim: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Rotate the first ``r`` channels of every head of ``q`` and ``k``; pass the rest through.
 
@@ -103,16 +102,13 @@ def apply_rotary(
     with ``rotate`` = ``rotate_half`` (half_split) or ``rotate_interleaved`` (interleaved).
 
     q: [B, H_q, T, head_dim], k: [B, H_kv, T, head_dim]; cos, sin: [T, r] or [B, T, r].
-    ``rotary_dim``, when given, must equal ``cos.shape[-1]``. Returns q, k rotated, with the
-    input shapes and dtypes.
+    Returns q, k rotated, with the input shapes and dtypes.
 
     Numerics: rotated in float32 at least and cast back once at the end (Hugging Face casts
     cos, sin to the input dtype: equal for float32, one rounding instead of several for bf16).
     """
     _check_layout(layout)
     r = cos.shape[-1]
-    if rotary_dim is not None and rotary_dim != r:
-        raise InputError(f"rotary_dim={rotary_dim} does not match cos/sin width {r}")
     if cos.shape != sin.shape:
         raise InputError(f"cos {tuple(cos.shape)} and sin {tuple(sin.shape)} shapes differ")
     if cos.dim() == 2:  # [T, r] -> [1, 1, T, r]
