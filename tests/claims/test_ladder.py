@@ -215,7 +215,6 @@ def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
 def test_seed_gaps_pair_each_arm_with_relu_on_its_own_seed(tmp_path, monkeypatch):
     """A tiny ffn run of 2 seeds (every final loss let count): each gap is
     100·(arm − relu)/relu of one seed's two runs."""
-    import blocklab.experiments.suites.tuning as tuning
     from blocklab.claims.ladder import seed_gaps
     from blocklab.experiments.options import RunOptions
     from blocklab.experiments.results import ResultStore
@@ -223,7 +222,7 @@ def test_seed_gaps_pair_each_arm_with_relu_on_its_own_seed(tmp_path, monkeypatch
 
     suite = get_suite("ffn")
     run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path, progress=False)
-    monkeypatch.setattr(tuning, "counted_loss", lambda r: r.final.val_loss)
+    monkeypatch.setattr(ladder_module, "counted_loss", lambda r: r.final.val_loss)
     loss = {(r.run.arm, r.run.seed): r.final.val_loss
             for _, r in ResultStore(tmp_path / "ffn" / "tiny").iter_results()}
     gaps = seed_gaps(tmp_path, "tiny", "fp32")

@@ -286,7 +286,7 @@ def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
         added.extend((b.start, b.stop) for b in blocks)
         have["quality"] = max(b.stop for b in blocks)
 
-    monkeypatch.setattr("blocklab.experiments.suites.base.add_seed_blocks", add)
+    monkeypatch.setattr(sequential, "add_seed_blocks", add)
     plan = sequential.WorkPlan(None if admitted is None else 1.0, 0.0, [], admitted, 2)
     looks = sequential.run_looks(RunRequest(tmp_path, "quick", budget_s=plan.budget_s),
                                  ["quantize"], plan=plan, run=lambda rules: {}, workers=2,

@@ -39,12 +39,16 @@ from blocklab.claims.text import WORDING, Template, say, verdict_word
 from blocklab.claims.trend import LineFit, Meeting, fit_line, meets
 from blocklab.errors import InputError
 from blocklab.experiments import ladder as rule
-from blocklab.experiments.options import RunRequest
+from blocklab.experiments.options import RunOptions, RunRequest
+from blocklab.experiments.results import ResultStore
 from blocklab.experiments.scale import flops_text
-from blocklab.experiments.suites import get_suite
+from blocklab.experiments.suites import get_suite, load_summary
+from blocklab.experiments.suites.base import mean_ci, suite_dir
+from blocklab.experiments.suites.ffn.runs import BASELINE
 from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM_SIZES
 from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.suites.tuning import counted_loss
+from blocklab.experiments.summaries import Interval, incomplete
 
 SIZES = (rule.BASE, *rule.RUNGS)  # the ladder's rungs, cheapest first
 
@@ -421,14 +425,6 @@ def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
               ) -> dict[str, dict[int, float]]:
     """{arm: {seed: 100 · (loss_arm − loss_relu) / loss_relu}} of the ffn summary's counted
     runs at `size` in `precision`; {} without a usable summary."""
-    from blocklab.experiments.options import RunOptions
-    from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.suites import get_suite, load_summary
-    from blocklab.experiments.suites.base import suite_dir
-    from blocklab.experiments.suites.ffn.runs import BASELINE
-    from blocklab.experiments.suites.tuning import counted_loss
-    from blocklab.experiments.summaries import incomplete
-
     summary = load_summary(results, "ffn", size, seed_offset=seed_offset, precision=precision)
     if summary is None or incomplete(results, summary, precision):
         return {}
@@ -454,8 +450,6 @@ def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
 def precision_parts(results: Path, seed_offset: int = 0) -> list[Part]:
     """The precision check at quick (`registry.C16_PRECISION_RULES`): per gated arm, its gap
     to ReLU in bf16 minus fp32, paired by seed, decided with Holm; [] until both are stored."""
-    from blocklab.experiments.suites.base import mean_ci
-
     fp32 = seed_gaps(results, "quick", "fp32", seed_offset)
     bf16 = seed_gaps(results, "quick", "bf16", seed_offset)
     if not fp32 or not bf16:

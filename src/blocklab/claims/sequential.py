@@ -27,6 +27,20 @@ from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import registered
 from blocklab.claims.rules import INCONCLUSIVE
 from blocklab.experiments.options import RunRequest
+from blocklab.experiments.suites import get_suite
+from blocklab.experiments.suites.base import (
+    CountingSink,
+    PlannedSuite,
+    ResultStore,
+    SuiteIncomplete,
+    add_seed_blocks,
+    execute_in_process,
+    longer_dir,
+    plan_suite,
+    stale_reasons,
+    suite_dir,
+    summarise_suite,
+)
 from blocklab.experiments.summaries import SeedBlock
 
 # Default caps of `blocklab report` per size, in seconds (None: every look; 0: the first only).
@@ -162,18 +176,12 @@ def coverage_of(planned: Any) -> dict[str, int]:
 
 
 def _plan(request: RunRequest, name: str) -> Any:
-    from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import plan_suite
-
     suite = get_suite(name)
     return plan_suite(suite, request.options(suite), request.results)
 
 
 def arm_wall_s(request: RunRequest, name: str) -> dict[str, float]:
     """{arm: mean stored wall time of its runs} in suite `name`'s folder."""
-    from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import ResultStore, suite_dir
-
     suite = get_suite(name)
     store = ResultStore(suite_dir(request.results, suite, request.options(suite)))
     walls: dict[str, list[float]] = {}
@@ -227,8 +235,6 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
     """Run look k + 1 for every part still open; False (`looks.stopped` said) where the plan
     or its cap ends."""
     from blocklab.experiments.estimate import makespan
-    from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
 
     coverage = {s: coverage_of(p) for s, p in planned.items()}
     wanted = [w for w in open_parts(rows, request.size, lambda s: arms.get(s, []), coverage)
@@ -334,8 +340,6 @@ def worst_case_blocks(request: RunRequest, names: Sequence[str]
 def _planned_arms(request: RunRequest, names: Sequence[str]
                   ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
     """({suite: planned arms}, {suite: {arm: planned seeds}}) before anything runs."""
-    from blocklab.experiments.suites import get_suite
-
     arms: dict[str, list[str]] = {}
     coverage: dict[str, dict[str, int]] = {}
     for name in names:
@@ -377,7 +381,6 @@ def price_plan(request: RunRequest, names: Sequence[str], *, workers: int,
         price_specs,
         shapes_of,
     )
-    from blocklab.experiments.suites import get_suite
 
     budget_s, seed_offset = request.budget_s, request.seed_offset
     first = estimate_suites(request, names, calibration=calibration)
@@ -424,8 +427,6 @@ def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], li
                      ) -> dict[str, list[Wanted]]:
     """{suite: parts} that would be contradicted (`Decision.would_contradict`), on suites
     that can train their arms twice as long (`Suite.longer`) and are planned now."""
-    from blocklab.experiments.suites import get_suite
-
     out: dict[str, list[Wanted]] = {}
     for row in rows:
         suite = SUITE_OF.get(row.id)
@@ -446,18 +447,6 @@ def run_longer(request: RunRequest, wanted: dict[str, list[Wanted]], *, executor
                progress: bool) -> dict[str, str]:
     """Train the arms of `wanted`'s parts twice as long on the same seeds (`Suite.longer`),
     stored in `<size>+x2` where the ledger reads them; {suite: error} for failed suites."""
-    from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import (
-        CountingSink,
-        PlannedSuite,
-        ResultStore,
-        SuiteIncomplete,
-        execute_in_process,
-        longer_dir,
-        stale_reasons,
-        summarise_suite,
-    )
-
     errors = {}
     for name, parts in wanted.items():
         suite = get_suite(name)
