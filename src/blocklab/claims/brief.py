@@ -193,7 +193,8 @@ QUOTED = {"C10": {"fp16": ("fp16_mean_square",), "err": ("max_error_vs_float64",
           "C23": {"share": ("ffn_share",), "ffn": ("gflops", "ffn"),
                   "total": ("gflops", "total"), "page": ("page", "ffn_share")},
           "C32": {"T": ("T",), "ffn": ("speedup_ffn",), "attn": ("speedup_attention",),
-                  "share": ("ffn_flop_share_page_model",)}}
+                  "share": ("ffn_flop_share_page_model",)},
+          "C25": {p: ("layer_activation_elements", p) for p in ("pre", "post", "sandwich")}}
 
 
 def _quoted_clause(r: ClaimResult, lang: str) -> str:
@@ -265,10 +266,6 @@ def _c24(r: ClaimResult, lang: str) -> str:
     return say(TEXT["C24"], lang, growth=score[-1] / score[0], first=ev["contexts"][0],
                last=ev["contexts"][-1], ffn=ev["decode_ffn_flops"][-1] / 1e9,
                intensity=ev["intensity"]["decode_flops_per_byte"])
-
-
-def _c25(r: ClaimResult, lang: str) -> str:
-    return say(TEXT["C25"], lang, **r.evidence["layer_activation_elements"])
 
 
 def _c26(r: ClaimResult, lang: str) -> str:
@@ -383,6 +380,6 @@ FOUND: dict[str, Callable[[ClaimResult, str], str]] = {
     **dict.fromkeys(GOT, _got_clause), **dict.fromkeys(QUOTED, _quoted_clause),
     **dict.fromkeys(NAMED, _named_clause), "C04": _c04, "C06": _all_checks,
     "C07": _all_checks, "C08": _c08, "C12": _c12, "C14": _c14, "C17": _c17,
-    "C20": _c20, "C21": _c21, "C22": _c22, "C24": _c24, "C25": _c25, "C26": _c26, "C27": _c27,
+    "C20": _c20, "C21": _c21, "C22": _c22, "C24": _c24, "C26": _c26, "C27": _c27,
     "C28": _c28, "C29": _c29, "C30": _c30, "C31": _c31, "C34": _c34, "C35": _c35,
 }

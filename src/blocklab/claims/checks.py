@@ -218,11 +218,11 @@ def c20(ctx: Context) -> Finding:
 
 
 # --- page 001: budgets (computed live from the zoo) ---------------------------------------------
-def _budget(name: str, seq_len: int = 4096) -> dict[str, Any]:
+def zoo_budget(name: str, seq_len: int = 4096) -> dict[str, Any]:
+    """`blocklab budget NAME --seq SEQ_LEN --json` of a zoo model."""
     from blocklab.budget import model_budget, resolve_model
 
-    resolved = resolve_model(name)
-    return model_budget(resolved.config, seq_len=seq_len, label=name)
+    return model_budget(resolve_model(name).config, seq_len=seq_len, label=name)
 
 
 @dataclass(frozen=True)
@@ -238,8 +238,7 @@ class LayerShares:
 def _layer_shares(name: str) -> LayerShares:
     from blocklab.budget import count_params, resolve_model
 
-    counts = count_params(resolve_model(name).config)
-    layer = counts.layer
+    layer = count_params(resolve_model(name).config).layer
     attn = sum(v for k, v in layer.items() if k in ("q_proj", "k_proj", "v_proj", "o_proj"))
     ffn = sum(v for k, v in layer.items() if k in ("gate_proj", "up_proj", "down_proj"))
     return LayerShares(attention=attn, ffn=ffn, matrices=attn + ffn,
@@ -267,7 +266,7 @@ def c15(ctx: Context) -> Finding:
 
 @claim("C23")
 def c23(ctx: Context) -> Finding:
-    doc = _budget("meta-llama-3-8b", 4096)
+    doc = zoo_budget("meta-llama-3-8b", 4096)
     pre = doc["flops"]["prefill"]
     share = pre["ffn_share"]
     gf = {k: pre[k] / 1e9 for k in ("attention_proj", "attention_scores", "ffn", "lm_head",
@@ -283,15 +282,14 @@ def c23(ctx: Context) -> Finding:
 @claim("C24")
 def c24(ctx: Context) -> Finding:
     contexts = [1024, 4096, 16384, 65536]
-    docs = [_budget("meta-llama-3-8b", t) for t in contexts]
+    docs = [zoo_budget("meta-llama-3-8b", t) for t in contexts]
     scores = [d["flops"]["decode"]["attention_scores"] for d in docs]
     ffn = [d["flops"]["decode"]["ffn"] for d in docs]
     intensity = docs[1]["memory"]["intensity"]
-    decode_i = intensity.get("decode_flops_per_byte", intensity.get("decode"))
-    balance = intensity.get("balance_flops_per_byte", 295)
+    decode_i, balance = intensity["decode_flops_per_byte"], intensity["balance_flops_per_byte"]
     linear = all(abs(s / scores[0] - t / contexts[0]) / (t / contexts[0]) < 0.01
                  for s, t in zip(scores, contexts, strict=True))
-    ok = linear and len(set(ffn)) == 1 and decode_i is not None and decode_i < balance
+    ok = linear and len(set(ffn)) == 1 and decode_i < balance
     return Finding(
         "confirmed" if ok else "refuted",
         *both(TEXT["c24"], growth=scores[-1] / scores[0], first=contexts[0], last=contexts[-1],

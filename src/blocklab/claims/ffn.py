@@ -106,13 +106,10 @@ def c16(ctx: Context) -> Finding:
 
     rules = registered("C16", ctx.size)  # one part per arm, SwiGLU first
     page = {arm: PAGE_GAIN_PCT[arm] for arm in rules}  # gains over ReLU, %
-    rows = {}
-    specs = []
-    for arm in page:
-        rel = arms[arm].rel_delta_pct  # (arm − relu)/relu in %; negative = better
-        rows[arm] = {"rel_delta_pct": rel, "page_gain_pct": list(page[arm]),
-                     "val_loss": arms[arm].val_loss}
-        specs.append((arm, rules[arm], Estimate.of(rel)))
+    # rel_delta_pct: (arm − relu)/relu in %; negative = better
+    rows = {arm: {"rel_delta_pct": arms[arm].rel_delta_pct, "page_gain_pct": list(page[arm]),
+                  "val_loss": arms[arm].val_loss} for arm in page}
+    specs = [(arm, rules[arm], Estimate.of(arms[arm].rel_delta_pct)) for arm in page]
     # Fair arms: each compared arm (and ReLU) at its own lr from the grid, tuned on seeds the
     # CI never sees, with its optimum inside the grid (at an edge a better lr may lie beyond
     # it). A contradiction also needs the same arms trained twice as long on the same seeds to
@@ -173,7 +170,6 @@ def c16(ctx: Context) -> Finding:
          "trend_change": data.trend_change,
          "unigram_entropy": data.unigram_entropy, "lr_bias_pct": bias},
         ctx.suite_command("ffn"), "ffn_variants", parts, *C16_COMBINES)
-
 
 
 def _size_text(size: Mapping[str, object]) -> str:

@@ -220,8 +220,7 @@ class PairingRow:
 
 
 def check_pairing(p: Pairing) -> PairingRow:
-    """One evidence row: the pairing, its models, what their configs (or sources) say, and its
-    verdict ('holds', 'fails', 'partly', or 'untestable' with no public config or paper)."""
+    """One pairing's evidence row, read from its models' configs and sources."""
     facts = {name: _config(name) for name in p.models}
     per_model = {name: _model_verdict(p.feature, f) for name, f in facts.items()}
     per_model.update({paper: _paper_verdict(p.feature, paper) for paper in p.papers})

@@ -299,12 +299,10 @@ def c13(ctx: Context) -> Finding:
     # The page designs this experiment and states no result: it is "run", its parts the
     # finding's estimates (C19 grades the claims it bears on).
     why = "the page designed this experiment and stated no result to grade"
-    parts = [] if effect is None else [Part(
-        C13_PART, rule_of("C13", ctx.size, C13_PART), Estimate.of(effect.warmup_interaction),
-        "run", why)]
-    if stable is not None:
-        parts.append(Part(C13_STABILITY_PART, rule_of("C13", ctx.size, C13_STABILITY_PART),
-                          Estimate.of(stable.warmup_interaction), "run", why))
+    parts = [Part(name, rule_of("C13", ctx.size, name), Estimate.of(found.warmup_interaction),
+                  "run", why)
+             for name, found in ((C13_PART, effect), (C13_STABILITY_PART, stable))
+             if found is not None]
     return Finding(
         "run", text("en"), text("zh"),
         {"training": cells, "effects": data.effects,

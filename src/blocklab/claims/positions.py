@@ -551,7 +551,6 @@ def c31(ctx: Context) -> Finding:
     alibi_masks = ", ".join(alibi.masks_train) if alibi is not None else "not run"
     planned = POSITION_SIZES.get(summary.size)
     d_model = planned.model.d_model if planned is not None else None
-    held = {p.name: p.verdict for p in parts}
     evidence = {
         "parts": {p.name: {"verdict": p.verdict, "value": p.estimate.value, "reason": p.reason}
                   for p in parts},
@@ -564,7 +563,7 @@ def c31(ctx: Context) -> Finding:
                         "flash_train": c.flash_train, "flash_decode": c.flash_decode}
                  for name, c in cost.schemes.items()},
         "timings_reported_not_graded": _timings_row(cost)}
-    sdpa = held[C31_ROPE_SDPA_PART]
+    sdpa = next(p.verdict for p in parts if p.name == C31_ROPE_SDPA_PART)
     fields = dict(rope_zoo=zoo["rope"] - zoo["none"], rope_suite=rope.params - none.params,
                   alibi_zoo=zoo["alibi"] - zoo["none"],
                   alibi_suite=cost.params["alibi"] - cost.params["none"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from blocklab.claims.checks import zoo_budget
 from blocklab.claims.finding import Context, Finding, ci_n_text, claim, decided_scale, untested_part
 from blocklab.claims.registry import (
     C32_LARGEST_PART,
@@ -73,10 +74,7 @@ def int8_hardware(data: QuantizeData) -> bool:
 def page_ffn_share() -> float:
     """The FFN's share of a 4,096-token prefill's FLOPs at Llama 3 8B's shape, batch 1
     (`blocklab.budget`: every matmul; the count C23 reads)."""
-    from blocklab.budget import model_budget, resolve_model
-
-    doc = model_budget(resolve_model("meta-llama-3-8b").config, seq_len=4096)
-    return doc["flops"]["prefill"]["ffn_share"]
+    return zoo_budget("meta-llama-3-8b", 4096)["flops"]["prefill"]["ffn_share"]
 
 
 def c32_reason_part(share: float, timed_share: float, size: str = "quick") -> Part:
@@ -254,11 +252,10 @@ def c33(ctx: Context) -> Finding:
     exact, tensor_part = c33_parts(data, ctx.size)
     verdict = combine_c33(exact, tensor_part)
     rows = {s.scheme: s for s in data.swiglu}
-    empty = Interval(0)
     sep, merged = rows.get("separate-per-tensor"), rows.get("merged-per-tensor")
     sep_err = None if sep is None else sep.ffn_error.mean
     merged_err = None if merged is None else merged.ffn_error.mean
-    pct = empty if merged is None else merged.error_vs_separate_pct
+    pct = Interval(0) if merged is None else merged.error_vs_separate_pct
     ratios = data.gate_up_scale_ratio
     loss = data.merged_tensor_loss_penalty
     qm = data.quality_model
