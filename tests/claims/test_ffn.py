@@ -21,12 +21,6 @@ def _ffn_arm(rel: Interval) -> FfnArm:
                   counted=3, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
 
 
-def _curve(arm, grid, losses, d_model=64):
-    """One tuning seed of `arm` at each rate of `grid`."""
-    return [LrTrial(arm, lr, 0, "ok", loss, d_model) for lr, loss in zip(grid, losses,
-                                                                        strict=True)]
-
-
 def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu", "glu"),
               curves=None) -> FfnData:
     arms = {name: _ffn_arm(rel)
@@ -35,9 +29,9 @@ def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu
     grid = (3e-3, 1e-2, 3e-2)
     tuning = [ArmTuning(arm, grid, 1e-2 if arm not in lr_at_edge else 3e-2,
                         arm not in lr_at_edge, 0) for arm in tuned]
-    # symmetric in log lr about the chosen 1e-2: no lr bias
-    trials = [t for arm in tuned
-              for t in _curve(arm, grid, (curves or {}).get(arm, (2.1, 2.0, 2.1)))]
+    # one tuning seed per rate, symmetric in log lr about the chosen 1e-2: no lr bias
+    trials = [LrTrial(arm, lr, 0, "ok", loss, 64) for arm in tuned
+              for lr, loss in zip(grid, (curves or {}).get(arm, (2.1, 2.0, 2.1)), strict=True)]
     return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(grid),
                    lr_trials=trials, lr_at_edge=list(lr_at_edge), sensitivity=SENSITIVITY, trend=[],
                    trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
