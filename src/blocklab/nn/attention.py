@@ -170,7 +170,6 @@ class Attention(nn.Module):
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor] | None = None,
                 bias: Tensor | None = None, cache: LayerCache | None = None) -> Tensor:
-        """x: [B, T, d_model] -> [B, T, d_model]; see the class docstring for the arguments."""
         B, T, _ = x.shape
         H, H_kv, hd = self.n_heads, self.n_kv_heads, self.head_dim
         if self.packed_qkv:

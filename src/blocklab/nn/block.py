@@ -71,7 +71,6 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor] | None = None,
                 bias: Tensor | None = None, cache: LayerCache | None = None) -> Tensor:
-        """x: [B, T, d_model] -> [B, T, d_model]."""
         if self.placement == "pre":
             h = self._scaled(x) + self.attention(self.attn_norm(x), rope=rope, bias=bias,
                                                  cache=cache)

@@ -230,7 +230,6 @@ class DecoderLM(nn.Module):
 
     def forward(self, input_ids: Tensor, positions: Tensor | None = None,
                 cache: KVCache | None = None) -> Tensor:
-        """input_ids: [B, T] -> logits [B, T, vocab_size]."""
         cfg = self.config
         _check_ids(input_ids, cfg.vocab_size, self.embed_tokens.weight.device)
         if input_ids.dtype not in (torch.int64, torch.int32):
