@@ -1,17 +1,8 @@
 """Hugging Face checkpoints in and out: config.json + safetensors <-> `DecoderLM`.
 
 Llama-family checkpoints (llama, mistral, qwen2, qwen3) from local files only; nothing is
-downloaded. Tensor names map one to one:
-
-    Hugging Face                                        blocklab
-    model.embed_tokens.weight                           embed_tokens.weight
-    model.layers.{i}.self_attn.{q,k,v,o}_proj.*         layers.{i}.attention.{q,k,v,o}_proj.*
-    model.layers.{i}.self_attn.{q,k}_norm.weight        layers.{i}.attention.{q,k}_norm.weight
-    model.layers.{i}.mlp.{gate,up,down}_proj.*          layers.{i}.ffn.{gate,up,down}_proj.*
-    model.layers.{i}.input_layernorm.weight             layers.{i}.attn_norm.weight
-    model.layers.{i}.post_attention_layernorm.weight    layers.{i}.ffn_norm.weight
-    model.norm.weight                                   norm.weight
-    lm_head.weight                                      lm_head.weight (absent when tied)
+downloaded. Tensor names map one to one (`_GLOBAL_TENSORS`, `_LAYER_TENSORS`); a tied
+checkpoint stores no lm_head.
 
 `load_hf(..., layout="interleaved")` reads q/k rows in Meta's order and permutes them to
 Hugging Face's half-split order, or keeps them with `rope_layout="interleaved"`: the same
