@@ -112,13 +112,3 @@ def test_interleaved_moe_counts_dense_and_moe_layers():
 def test_moe_fields_are_validated(changes, match):
     with pytest.raises(ValueError, match=match):
         ModelConfig(**changes)
-
-
-def test_nn_refuses_to_build_moe_and_nope():
-    pytest.importorskip("torch")
-    from blocklab.nn.model import DecoderLM
-
-    with pytest.raises(ValueError, match="MoE layers are counted by blocklab.budget but not built"):
-        DecoderLM(ModelConfig(n_experts=2))
-    with pytest.raises(ValueError, match="nope_every=2.*not built by blocklab.nn"):
-        DecoderLM(ModelConfig(nope_every=2))

@@ -13,7 +13,6 @@ from blocklab.nn.position import ALiBi, RotaryEmbedding
 
 D, H, HKV, HD = 24, 4, 2, 8
 F64 = dict(atol=1e-12, rtol=1e-12)
-F32 = dict(atol=1e-5, rtol=1e-5)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

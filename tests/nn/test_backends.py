@@ -161,16 +161,14 @@ def test_linear_follows_its_input_dtype_and_returns_float32_weight_gradients():
     assert torch.equal(layer(x), torch.nn.functional.linear(x, layer.weight, layer.bias))
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(backend="turbo"), r"backend='turbo' is not allowed; expected one of"),
-    (dict(precision="fp16"), r"precision='fp16' is not allowed; expected one of"),
+@pytest.mark.parametrize("make,match", [
+    (lambda: DecoderLM(ModelConfig(**TINY), backend="turbo"),
+     r"backend='turbo' is not allowed; expected one of"),
+    (lambda: DecoderLM(ModelConfig(**TINY), precision="fp16"),
+     r"precision='fp16' is not allowed; expected one of"),
+    (lambda: RMSNorm(8, impl="fused"), r"RMSNorm: impl='fused' is not allowed; expected a backend"),
 ])
-def test_bad_backend_or_precision_is_one_clear_line(kwargs, match):
+def test_bad_backend_precision_or_impl_is_one_clear_line(make, match):
     with pytest.raises(InputError, match=match) as info:
-        DecoderLM(ModelConfig(**TINY), **kwargs)
+        make()
     assert "\n" not in str(info.value)
-
-
-def test_module_impl_names_a_backend():
-    with pytest.raises(InputError, match=r"impl='fused' is not allowed; expected a backend"):
-        RMSNorm(8, impl="fused")

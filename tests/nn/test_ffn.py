@@ -19,12 +19,7 @@ from blocklab.nn.ffn import (
 )
 from blocklab.reference import swiglu_jacobian
 
-from .conftest import randn
-
-EXACT = dict(atol=0.0, rtol=0.0)
-F64 = dict(atol=1e-12, rtol=1e-12)
-GATED = sorted(k for k, (gated, _) in FFNS.items() if gated)
-PLAIN = sorted(k for k, (gated, _) in FFNS.items() if not gated)
+from .conftest import EXACT, F64, randn
 
 # The activations written out independently of torch.nn.functional.
 FORMULAS = {

@@ -111,10 +111,14 @@ def test_every_ffn_norm_placement_trains(ffn, norm, placement):
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
 
 
-@pytest.mark.parametrize("field, value", [("causal", False), ("pooler", True),
-                                          ("type_vocab_size", 2)])
-def test_unsupported_options_raise_naming_the_field(field, value):
-    with pytest.raises(ValueError, match=field):
+@pytest.mark.parametrize("field, value, match", [
+    ("causal", False, "causal"), ("pooler", True, "pooler"),
+    ("type_vocab_size", 2, "type_vocab_size"),
+    ("n_experts", 2, "n_experts=2: MoE layers are counted by blocklab.budget but not built"),
+    ("nope_every", 2, "nope_every=2.*not built by blocklab.nn"),
+])
+def test_unsupported_options_raise_naming_the_field(field, value, match):
+    with pytest.raises(ValueError, match=match):
         DecoderLM(ModelConfig(**{**TINY, field: value}))
 
 

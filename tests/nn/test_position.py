@@ -28,9 +28,8 @@ from blocklab.nn.position import (
 )
 from blocklab.nn.rope_scaling import rope_frequencies
 
-from .conftest import hf_llama_config, randn
+from .conftest import EXACT, hf_llama_config, randn
 
-EXACT = dict(atol=0.0, rtol=0.0)
 LAYOUTS = ["half_split", "interleaved"]
 
 

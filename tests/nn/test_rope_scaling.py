@@ -21,11 +21,7 @@ from blocklab.nn.rope_scaling import (
     rotary_dim,
 )
 
-from .conftest import hf_llama_config
-
-EXACT = dict(atol=0.0, rtol=0.0)
-# Blending two equal float32 values (x * (1 - w) + x * w) may round once.
-ONE_ROUNDING = dict(atol=0.0, rtol=2.0**-23)
+from .conftest import EXACT, hf_llama_config
 
 
 def hf_frequencies(head_dim, theta, partial_rotary_factor, scaling, max_pos, seq_len=None):
