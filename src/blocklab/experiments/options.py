@@ -36,27 +36,25 @@ MAX_SEEDS = 1000
 MAX_SEED_OFFSET = 10**9
 
 
-# Each check names the value as its caller does (`seed offset -1`, `--seed-offset -1`).
+# The checks of RunRequest and RunOptions, each an InputError naming the value: `what` is how
+# the caller names it ("suite size 'huge'").
 def check_size(size: str, what: str = "size") -> str:
-    """`size` if it is one of ALL_SIZES; InputError otherwise."""
     if size not in ALL_SIZES:
         raise refusal(f"{what} {size!r}", f"one of {list(ALL_SIZES)}")
     return size
 
 
-def check_seed_offset(seed_offset: int, what: str = "seed offset") -> int:
-    """`seed_offset` if it is an integer in [0, MAX_SEED_OFFSET]; InputError otherwise."""
+def check_seed_offset(seed_offset: int) -> int:
     if not is_int(seed_offset, 0, MAX_SEED_OFFSET):
-        raise refusal(f"{what} {seed_offset!r}", f"an integer in [0, {MAX_SEED_OFFSET}]")
+        raise refusal(f"seed offset {seed_offset!r}", f"an integer in [0, {MAX_SEED_OFFSET}]")
     return seed_offset
 
 
-def check_device_name(device: str, what: str = "device") -> str:
-    """`device` if it is "cpu", "cuda" or "cuda:<index>" (whether this machine has it is
-    `trainer.check_device`'s question); InputError otherwise."""
+def check_device_name(device: str) -> str:
+    """Whether this machine has the device is `trainer.check_device`'s question."""
     kind, colon, index = device.partition(":") if isinstance(device, str) else ("", "", "")
     if not (device == "cpu" or (kind == "cuda" and (not colon or index.isdigit()))):
-        raise refusal(f"{what} {device!r}", "cpu, cuda or cuda:<index>")
+        raise refusal(f"device {device!r}", "cpu, cuda or cuda:<index>")
     return device
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.errors import InputError, ResultsError
-from blocklab.experiments.options import ALL_SIZES, size_folder, suite_command
+from blocklab.experiments.options import ALL_SIZES, check_size, size_folder, suite_command
 from blocklab.jsonio import decode, json_safe, parse_json, read_json, shown
 from blocklab.precision import PRECISIONS, check_precision
 
@@ -238,8 +238,7 @@ def _check_key(suite: Any, size: Any, precision: Any) -> None:
     if (not isinstance(suite, str) or not suite or suite.startswith(".")
             or any(c in suite for c in "/\\")):
         raise InputError(f"suite {suite!r} is not allowed; expected a plain folder name")
-    if not isinstance(size, str) or size not in ALL_SIZES:
-        raise InputError(f"size {size!r} is not allowed; expected one of {list(ALL_SIZES)}")
+    check_size(size)
     check_precision(precision)
 
 
