@@ -190,7 +190,6 @@ def files_corpus(path: str | Path) -> Corpus:
 
 
 def load_corpus(data: str | Path | Corpus = "stdlib") -> Corpus:
-    """'stdlib', 'shakespeare', a path, or an already loaded `Corpus`."""
     if isinstance(data, Corpus):
         return data
     if data == "stdlib":

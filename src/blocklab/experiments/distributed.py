@@ -86,12 +86,10 @@ def process_group(device: str = "cpu") -> Iterator[Rank | None]:
 
 
 def active() -> bool:
-    """True inside an initialised process group."""
     return dist.is_available() and dist.is_initialized()
 
 
 def rank_and_world_size() -> tuple[int, int]:
-    """(rank, world size) of the current process group, (0, 1) without one."""
     return (dist.get_rank(), dist.get_world_size()) if active() else (0, 1)
 
 

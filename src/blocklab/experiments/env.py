@@ -97,7 +97,6 @@ def environment(device: str = "cpu") -> dict:
 
 @contextlib.contextmanager
 def deterministic_algorithms() -> Iterator[None]:
-    """Deterministic algorithms on (warn only) for the block, the state before restored."""
     import torch
 
     before = (torch.are_deterministic_algorithms_enabled(),
@@ -111,7 +110,6 @@ def deterministic_algorithms() -> Iterator[None]:
 
 @contextlib.contextmanager
 def torch_threads(n: int) -> Iterator[None]:
-    """Run the block with `n` torch CPU threads, restoring the previous count afterwards."""
     import torch
 
     before = torch.get_num_threads()

@@ -652,7 +652,6 @@ def shapes_of(specs: Iterable[tuple[Any, Any]]) -> dict[ShapeKey, ModelConfig]:
 
 
 def price_specs(specs: Iterable[tuple[Any, Any]], cal: Calibration) -> list[float | None]:
-    """The price of each (suite, spec) under `cal`."""
     return [price(suite, spec, cal) for suite, spec in specs]
 
 

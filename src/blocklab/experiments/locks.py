@@ -164,7 +164,6 @@ SHARED_MACHINE_LOCK = (Path("/tmp/blocklab-machine.lock") if os.name == "posix"
 
 
 def machine_lock_path() -> Path:
-    """$BLOCKLAB_MACHINE_LOCK where set, else `SHARED_MACHINE_LOCK`."""
     named = os.environ.get("BLOCKLAB_MACHINE_LOCK")
     return Path(named) if named else SHARED_MACHINE_LOCK
 

@@ -147,7 +147,6 @@ class RunResult:
 
     @property
     def trained(self) -> bool:
-        """Whether this is a training run's result (it has final metrics)."""
         return self.final is not None
 
     def to_dict(self) -> dict[str, Any]:

@@ -85,6 +85,8 @@ def answer_accuracy(model: nn.Module, examples: list[SyntheticExample],
     """Exact-match accuracy: argmax of logits[p − 1] == tokens[p] at every answer position."""
     import torch
 
+    from blocklab.experiments.trainer import evaluating
+
     if not examples:
         raise InputError("answer_accuracy needs at least one example")
     device = next(model.parameters()).device
@@ -92,22 +94,17 @@ def answer_accuracy(model: nn.Module, examples: list[SyntheticExample],
     for example in examples:
         by_length.setdefault(example.tokens.size, []).append(example)
     correct = 0
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for group in by_length.values():
-                for start in range(0, len(group), batch_size):
-                    chunk = group[start:start + batch_size]
-                    tokens = torch.from_numpy(np.stack([e.tokens for e in chunk]).astype(np.int64))
-                    tokens = tokens.to(device)
-                    predicted = model(tokens[:, :-1]).argmax(dim=-1)  # [b, n - 1]
-                    for row, example in enumerate(chunk):
-                        positions = torch.from_numpy(example.answer_positions).to(device)
-                        hits = predicted[row, positions - 1] == tokens[row, positions]
-                        correct += bool(hits.all())
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        for group in by_length.values():
+            for start in range(0, len(group), batch_size):
+                chunk = group[start:start + batch_size]
+                tokens = torch.from_numpy(np.stack([e.tokens for e in chunk]).astype(np.int64))
+                tokens = tokens.to(device)
+                predicted = model(tokens[:, :-1]).argmax(dim=-1)  # [b, n - 1]
+                for row, example in enumerate(chunk):
+                    positions = torch.from_numpy(example.answer_positions).to(device)
+                    hits = predicted[row, positions - 1] == tokens[row, positions]
+                    correct += bool(hits.all())
     return correct / len(examples)
 
 

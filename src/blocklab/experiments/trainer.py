@@ -470,7 +470,6 @@ def train_step(forward: Callable[[torch.Tensor], torch.Tensor], batch: torch.Ten
 
 
 def make_progress(console: Console | None = None) -> Progress:
-    """The progress display `train` and suites share: description, bar, steps, loss, ETA."""
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TextColumn("eta"),
@@ -522,14 +521,12 @@ def check_seq_len(mc: ModelConfig, tc: TrainConfig) -> None:
 
 
 def check_nested_widths(mc: ModelConfig, tc: TrainConfig) -> None:
-    """Every nested width must lie within the model's d_ff."""
     if tc.nested_widths and max(tc.nested_widths) > mc.d_ff:
         raise ConfigError(f"TrainConfig.nested_widths={list(tc.nested_widths)} is not allowed "
                           f"for this model; expected widths of at most its d_ff = {mc.d_ff}")
 
 
 def check_vocab(mc: ModelConfig, corpus: Corpus) -> None:
-    """ConfigError unless the model's vocabulary holds every id of the corpus's tokenizer."""
     if mc.vocab_size < corpus.tokenizer.vocab_size:
         raise ConfigError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
                           f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
