@@ -363,14 +363,10 @@ def c27(ctx: Context) -> Finding:
     from blocklab.budget import list_zoo, resolve_model
     from blocklab.budget.doctor import rope_longest_wavelength
 
-    rows = []
-    for name in list_zoo():
-        cfg = resolve_model(name).config
-        if cfg.position != "rope":
-            continue
-        rows.append({"model": name, "rope_theta": cfg.rope_theta, "context": cfg.max_seq_len,
-                     "longest_wavelength": round(rope_longest_wavelength(cfg.rope_theta,
-                                                                          cfg.rotary_dim))})
+    configs = {name: resolve_model(name).config for name in list_zoo()}
+    rows = [{"model": name, "rope_theta": cfg.rope_theta, "context": cfg.max_seq_len,
+             "longest_wavelength": round(rope_longest_wavelength(cfg.rope_theta, cfg.rotary_dim))}
+            for name, cfg in configs.items() if cfg.position == "rope"]
     w10k = rope_longest_wavelength(1e4, 128)
     w1m = rope_longest_wavelength(1e6, 128)
     long_thetas = [r["rope_theta"] for r in rows if r["context"] >= LONG_CONTEXT]

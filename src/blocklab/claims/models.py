@@ -394,10 +394,8 @@ C35_ASSUMPTIONS = ("ffn_form", "attention_shape")
 
 
 def c35_verdict(held: list[str], missed_causes: list[str]) -> str:
-    """C35 from the models within tolerance (`held`) and the main cause of each one off it:
-    confirmed when none is off; refuted when none is within; conditional when every miss
-    comes from a departure from the formula's assumptions (the condition the check names);
-    mixed when some miss for another reason."""
+    """C35 from the models within tolerance (`held`) and the main cause of each one off it: a
+    departure from the formula's assumptions is the condition the check names."""
     if not missed_causes:
         return "confirmed"
     if not held:

@@ -45,9 +45,8 @@ C18_REFUTED_NOTE = ("an exact count, so refuted (the rule registered before the 
 
 
 def _c18_exact_part(name: str, rule: Rule, value: float) -> Part:
-    """One analytic reading of "compute" decided without a test: the exact saving (%) inside
-    the rule's band claimed ± margin (confirmed), or where it lies outside it (refuted: a
-    count does not depend on scale)."""
+    """One analytic reading of "compute", an exact saving (%), decided without a test against
+    the rule's band claimed ± margin (outside it refuted: a count does not depend on scale)."""
     low, high = rule.claimed - rule.margin, rule.claimed + rule.margin
     band = f"[{low:g}, {high:g}]%"
     if low <= value <= high:
@@ -111,11 +110,10 @@ def c18(ctx: Context) -> Finding:
 
     data = ctx.required("norm-cost").data
     rows = [r for r in data.ratios if r.pass_name == "fwdbwd"]
-    by_kind: dict[str, list[KernelRatio]] = {}
+    by_kind: dict[str, list[float]] = {}
     for r in rows:
-        by_kind.setdefault(r.impl.split(":")[-1], []).append(r)
-    spans = {kind: (min(r.time.ratio for r in rs), max(r.time.ratio for r in rs))
-             for kind, rs in by_kind.items()}
+        by_kind.setdefault(r.impl.split(":")[-1], []).append(r.time.ratio)
+    spans = {kind: (min(ratios), max(ratios)) for kind, ratios in by_kind.items()}
     quality = data.quality
     # "Compute" by exact counts, computed here from the plan's shapes (the summary keeps a copy
     # for the report): no timing enters a verdict.
