@@ -17,14 +17,10 @@ from blocklab.experiments.suites.placement.summary import (
 )
 from blocklab.experiments.summaries import Interval
 
-from .conftest import graded
+from .conftest import ci, graded
 
 DEPTH = 50
 LADDER = [2e-3 * 2 ** k for k in range(7)]
-
-
-def _ci(mean, low, high, n=8) -> Interval:
-    return Interval(n, mean, low, high)
 
 
 def _effect(pre_vs_post_warm: Interval, depth: int = DEPTH, grid: str = "deep"
@@ -37,8 +33,8 @@ def _effect(pre_vs_post_warm: Interval, depth: int = DEPTH, grid: str = "deep"
 def _arm(placement: str, rungs: list[int], depth: int = DEPTH) -> StabilityArm:
     mean = sum(rungs) / len(rungs)
     return StabilityArm(grid="deep", placement=placement, depth=depth, warmup=20, steps=60,
-                        ladder=LADDER, rungs=rungs, log2_max_stable=_ci(mean, mean - 0.5,
-                                                                        mean + 0.5, len(rungs)),
+                        ladder=LADDER, rungs=rungs, log2_max_stable=ci(mean, mean - 0.5,
+                                                                       mean + 0.5, len(rungs)),
                         max_stable_lr=LADDER[0] * 2 ** mean,
                         censored_low=sum(k == -1 for k in rungs),
                         censored_high=sum(k == len(LADDER) - 1 for k in rungs),
@@ -67,18 +63,18 @@ CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE = ("confirmed", "not-reproduced-at-this-
 
 @pytest.mark.parametrize(("effect", "unlearned", "verdict"), [
     # [+4.2, +5.3] doublings: wholly beyond δ = 1 on the claimed side
-    (_ci(4.8, 4.2, 5.3), 0, CONFIRMED),
+    (ci(4.8, 4.2, 5.3, 8), 0, CONFIRMED),
     # [−0.4, +0.4]: inside ±0.5, no effect (post-norm as stable as pre-norm)
-    (_ci(0.0, -0.4, 0.4), 0, NOT_REPRODUCED),
+    (ci(0.0, -0.4, 0.4, 8), 0, NOT_REPRODUCED),
     # [−0.5, +3.0]: holds both δ and no effect
-    (_ci(1.2, -0.5, 3.0), 0, INCONCLUSIVE),
+    (ci(1.2, -0.5, 3.0, 8), 0, INCONCLUSIVE),
     # pre-norm stable at a lower lr than post-norm, by more than δ: one run length on a small
     # model, so not reproduced at this scale, never contradicted
-    (_ci(-3.0, -3.5, -2.5), 0, NOT_REPRODUCED),
+    (ci(-3.0, -3.5, -2.5, 8), 0, NOT_REPRODUCED),
     # the confirmed interval, but post-norm's deep stack learned at no rate of the ladder on 3
     # of 4 seeds: a model that learned nothing measures no stability; on 1 of 4 (diverging at
     # the lowest rate is an instability, and data) it is graded
-    (_ci(4.8, 4.2, 5.3), 3, "untestable-here"), (_ci(4.8, 4.2, 5.3), 1, CONFIRMED),
+    (ci(4.8, 4.2, 5.3, 8), 3, "untestable-here"), (ci(4.8, 4.2, 5.3, 8), 1, CONFIRMED),
 ])
 def test_c36_stability_part(tmp_path, effect, unlearned, verdict):
     data = _data([_effect(effect)])
@@ -102,8 +98,9 @@ def test_c36_stability_part(tmp_path, effect, unlearned, verdict):
 
 
 def test_c36_grades_the_deepest_depth_of_the_deep_grid_or_is_untestable(tmp_path):
-    data = _data([_effect(_ci(0.0, -0.4, 0.4), depth=48), _effect(_ci(4.8, 4.2, 5.3), depth=64),
-                  _effect(_ci(0.0, -0.4, 0.4), depth=12, grid="sweep")])
+    data = _data([_effect(ci(0.0, -0.4, 0.4, 8), depth=48),
+                  _effect(ci(4.8, 4.2, 5.3, 8), depth=64),
+                  _effect(ci(0.0, -0.4, 0.4, 8), depth=12, grid="sweep")])
     row = _c36(tmp_path, data)
     assert row.parts[0].estimate.value == 4.8 and "Depth 64" in row.summary
     # without a deep sweep

@@ -66,7 +66,7 @@ def fake_results(tmp_path_factory) -> Path:
     _store(root, "ffn", tf._ffn_data(rel, rel, rel))
     spread = {"gpt2": ci(0.5, 0.3, 0.7, 4), "xavier": ci(3.0, 2.5, 3.5, 4),
               "depth": ci(0.2, 0.1, 0.3, 4)}
-    deep = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
+    deep = td._data([td._effect(ci(4.8, 4.2, 5.3, 8))])
     main_grid = tpl._placement(0, tpl.HOLDS, spread)
     _store(root, "placement", dataclasses.replace(
         main_grid, stability=main_grid.stability + deep.stability,
