@@ -3,9 +3,10 @@ largest stable lr (`largest_stable_lr`), the tuning stage, the plan and its pric
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -69,7 +70,6 @@ class Training:
     final_eval_fraction: float = 0.0  # `evaluation.FINAL_EVAL_FRACTION`
 
     def cells(self) -> list[tuple[str, int]]:
-        """(placement, depth) pairs of the grid."""
         deepest = max(self.depths)
         return [(p, d) for p in self.placements for d in self.depths
                 if d == deepest or p not in self.deepest_only]
@@ -170,7 +170,6 @@ SIZES = {
 
 
 def arm_name(placement: str, depth: int, warmup: int) -> str:
-    """A training arm's tuning name: "<placement>/<depth>/<warmup>"."""
     return f"{placement}/{depth}/{warmup}"
 
 
@@ -415,26 +414,22 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
     size = SIZES[options.size]
     probe, training = size.probe, size.training
     specs = []
-    for placement in probe.placements:
-        for init in probe.inits:
-            for depth in probe.depths:
-                for seed in options.seeds:
-                    payload = {"suite": "placement", "kind": "init_gradients",
-                               "placement": placement, "init": init, "depth": depth,
-                               "seed": seed, "probe": asdict(probe),
-                               "model": model_config(placement, depth, probe).to_dict(),
-                               "data": DATA}
-                    payload.update(added_identity(precision=options.precision))
+    for placement, init, depth, seed in itertools.product(probe.placements, probe.inits,
+                                                          probe.depths, options.seeds):
+        payload = {"suite": "placement", "kind": "init_gradients", "placement": placement,
+                   "init": init, "depth": depth, "seed": seed, "probe": asdict(probe),
+                   "model": model_config(placement, depth, probe).to_dict(), "data": DATA}
+        payload.update(added_identity(precision=options.precision))
 
-                    def execute(progress, placement=placement, init=init, depth=depth,
-                                seed=seed):
-                        return init_gradients(placement, init, depth, seed, probe, options)
+        def execute(progress, placement=placement, init=init, depth=depth, seed=seed):
+            return init_gradients(placement, init, depth, seed, probe, options)
 
-                    specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
-                                         f"init/{placement}/{init}/{depth}", seed, payload,
-                                         execute, reads_tuning=False))
+        specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
+                             f"init/{placement}/{init}/{depth}", seed, payload, execute,
+                             reads_tuning=False))
     lrs = tuned_lrs(training, lr_trials(tuned))
-    return (specs + _training_specs(training, options, lrs)
+    return (specs + _training_specs(training, options, "train", lambda arm: [lrs[arm].lr],
+                                    options.seeds)
             + _sweep_specs(size.sweep, options, "sweep")
             + _sweep_specs(size.deep, options, "deep"))
 
@@ -444,37 +439,31 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     seeds, as long as the evaluation runs."""
     training = SIZES[options.size].training
     trials = lr_trials(list(tuned))
-    specs = []
-    for placement, depth, warmup in training.arms():
-        arm, mc = arm_name(placement, depth, warmup), model_config(placement, depth, training)
-        for lr in tune_arm(training.lr_grid, trials, arm).grid:
-            for seed in tuning_seeds(options, training.tuning_seeds):
-                tc = train_config(training, options, seed, warmup=warmup, lr=lr)
-                specs.append(training_spec(
-                    f"tune {placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}",
-                    f"tune/{arm}", seed, mc, tc, {"suite": "placement", "kind": "tune",
-                                                  "arm": arm}, DATA))
-    return specs
+    return _training_specs(training, options, "tune",
+                           lambda arm: tune_arm(training.lr_grid, trials, arm).grid,
+                           tuning_seeds(options, training.tuning_seeds))
 
 
 def tuned_lrs(training: Training, trials: list[LrTrial]) -> dict[str, ArmTuning]:
-    """Each training arm's tuning."""
     return {arm_name(*a): tune_arm(training.lr_grid, trials, arm_name(*a))
             for a in training.arms()}
 
 
-def _training_specs(training: Training, options: RunOptions, lrs: dict[str, ArmTuning]
+def _training_specs(training: Training, options: RunOptions, kind: str,
+                    lrs: Callable[[str], Iterable[float]], seeds: Iterable[int]
                     ) -> list[RunSpec]:
-    """Part (b): every arm at its tuned peak lr on `options.seeds`."""
+    """Part (b)'s runs of `kind` ("tune" or "train"): every arm at each of `lrs(arm)` on `seeds`."""
     specs = []
     for placement, depth, warmup in training.arms():
         arm, mc = arm_name(placement, depth, warmup), model_config(placement, depth, training)
-        lr = lrs[arm].lr
-        for seed in options.seeds:
-            tc = train_config(training, options, seed, warmup=warmup, lr=lr)
-            specs.append(training_spec(
-                f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}", f"train/{arm}",
-                seed, mc, tc, {"suite": "placement", "kind": "train"}, DATA))
+        for lr in lrs(arm):
+            for seed in seeds:
+                tc = train_config(training, options, seed, warmup=warmup, lr=lr)
+                identity = {"suite": "placement", "kind": kind,
+                            **({"arm": arm} if kind == "tune" else {})}
+                label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+                specs.append(training_spec(f"tune {label}" if kind == "tune" else label,
+                                           f"{kind}/{arm}", seed, mc, tc, identity, DATA))
     return specs
 
 
