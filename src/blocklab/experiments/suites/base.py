@@ -266,7 +266,6 @@ def seed_blocks(folder: Path) -> list[SeedBlock]:
 
 
 def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
-    """Append `blocks` to the folder's seed blocks."""
     if not blocks:
         return
     folder = Path(folder)
@@ -594,9 +593,9 @@ def relative_pct(a: Sequence[float | None], b: Sequence[float | None]) -> list[f
             for x, y in zip(a, b, strict=True)]
 
 
-def format_ci(stats: Interval, digits: int = 3) -> str:
-    """'mean [low, high]' or 'mean (n=1)' or '—', signed (a difference)."""
-    return _format(stats, f"+.{digits}f")
+def format_ci(stats: Interval, digits: int = 3, unit: str = "") -> str:
+    """'mean [low, high]' or 'mean (n=1)' or '—', signed (a difference), `unit` after the mean."""
+    return _format(stats, f"+.{digits}f", unit)
 
 
 def format_level(stats: Interval, digits: int = 3) -> str:
@@ -604,21 +603,19 @@ def format_level(stats: Interval, digits: int = 3) -> str:
     return _format(stats, f".{digits}f")
 
 
-def _format(stats: Interval, spec: str) -> str:
+def _format(stats: Interval, spec: str, unit: str = "") -> str:
     if stats.mean is None:
         return "—"
     if not stats.resolved:
-        return f"{stats.mean:{spec}} (n={stats.n})"
-    return f"{stats.mean:{spec}} [{stats.ci_low:{spec}}, {stats.ci_high:{spec}}]"
+        return f"{stats.mean:{spec}}{unit} (n={stats.n})"
+    return f"{stats.mean:{spec}}{unit} [{stats.ci_low:{spec}}, {stats.ci_high:{spec}}]"
 
 
 def format_ratio(stats: TimeRatio, digits: int = 3) -> str:
-    """'ratio [low, high]' of a time ratio."""
     return f"{stats.ratio:.{digits}f} [{stats.ci_low:.{digits}f}, {stats.ci_high:.{digits}f}]"
 
 
 def median_ms(seconds: Sequence[float]) -> float:
-    """The median of `seconds`, in milliseconds."""
     return 1000 * statistics.median(seconds)
 
 

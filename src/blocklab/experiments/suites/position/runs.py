@@ -487,7 +487,6 @@ class Runs:
 
 
 def decode_runs(results: Results) -> Runs:
-    """`results` as typed records, by the kind each run stored."""
     arm_runs, passkey = [], []
     cost: CostRun | None = None
     relative: RelativeErrorRun | None = None
@@ -703,15 +702,14 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
             "prefixes": prefixes}
 
 
-def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, seed: int):
-    """`model` trained on at factor·L tokens with `scaling` (the size's `finetune`): batches of
-    the pre-training token count, continuing its data stream; constant lr after 10% warmup."""
+def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, seed: int,
+              ft: FineTuneSetting):
+    """`model` trained on at factor·L tokens with `scaling` (`ft`, the size's): batches of the
+    pre-training token count, continuing its data stream; constant lr after 10% warmup."""
     from blocklab.experiments.data import sample_batch
     from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 
     config = SIZES[options.size]
-    ft, L = config.finetune, config.L
-    assert ft is not None, f"size {options.size} has no fine-tune"
     tuned = with_rope_scaling(model, scaling).train()
     tc = TrainConfig.for_run(options, seed, steps=ft.steps, lr=ft.lr)  # AdamW groups and clip
     optimizer, params = make_optimizer(tuned, tc), list(tuned.parameters())
@@ -719,7 +717,7 @@ def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, s
     rows = max(1, config.train.batch_size // ft.factor)
     for step in range(ft.steps):
         batch = sample_batch(corpus.train, seed=seed, step=config.train.steps + step,
-                             batch_size=rows, seq_len=ft.factor * L).to(tc.device)
+                             batch_size=rows, seq_len=ft.factor * config.L).to(tc.device)
         train_step(tuned, batch, optimizer, params, lr=ft.lr * min(1.0, (step + 1) / warmup),
                    grad_clip=tc.grad_clip)
     return tuned.eval()
@@ -742,7 +740,7 @@ def _rope_variants(options: RunOptions, model, corpus, seed: int
         for ft_kind in ft.kinds:
             # factor: the longest multiple read (YaRN fine-tunes short of its target length)
             ft_scaling = None if ft_kind is None else scaling_config(ft_kind, max(mults), L)
-            tuned = _finetune(model, ft_scaling, corpus, options, seed)
+            tuned = _finetune(model, ft_scaling, corpus, options, seed, ft)
             read = extrapolation(tuned, corpus.val, L, mults, n, sliding=False)
             name = "rope" if ft_kind is None else f"rope+{ft_kind}"
             variants[f"{name}+ft{ft.factor}x"] = FineTunedReads(**vars(read),
@@ -776,7 +774,8 @@ def train_and_read(options: RunOptions, arm: str, seed: int, progress,
                      extra=json_safe(extra))
 
 
-def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
+def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int, pk: PasskeySetting,
+                        L: int):
     """(model in eval mode, its last training loss), trained on passkey examples of L + 1
     bytes, needle depth uniform in [0, 1]."""
     import torch
@@ -790,9 +789,6 @@ def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
         train_step,
     )
 
-    config = SIZES[options.size]
-    pk, L = config.passkey, config.L
-    assert pk is not None, f"size {options.size} has no passkey models"
     steps, batch_size = pk.steps, pk.batch_size
     tc = TrainConfig.for_run(options, seed, steps=steps, batch_size=batch_size, seq_len=L,
                              lr=pk.lr, warmup_steps=max(1, steps // 20))
@@ -837,7 +833,8 @@ def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult
     pk, L = config.passkey, config.L
     assert pk is not None, f"size {options.size} has no passkey models"
     with torch_threads(1):
-        model, last_loss = train_passkey_model(arm_config(options.size, arm), options, seed)
+        model, last_loss = train_passkey_model(arm_config(options.size, arm), options, seed,
+                                               pk, L)
         accuracy = {arm: passkey_grid(model, L, config.mults, pk.depths, pk.n, 7 + seed)}
         if arm == "rope":
             longer = [m for m in config.mults if m > 1]

@@ -346,13 +346,7 @@ def _cell(value: Read | None) -> str:
 
 
 def _pct_cell(stats: Read) -> str:
-    if isinstance(stats, str):
-        return stats
-    if stats.mean is None:
-        return "—"
-    if not stats.resolved:
-        return f"{stats.mean:+.1f}% (n={stats.n})"
-    return f"{stats.mean:+.1f}% [{stats.ci_low:+.1f}, {stats.ci_high:+.1f}]"
+    return stats if isinstance(stats, str) else format_ci(stats, 1, unit="%")
 
 
 def _finite_cell(value: bool | None, read: FiniteRead) -> str:
@@ -387,12 +381,9 @@ def summarise(options: RunOptions, results: Results) -> Summary:
             ms_per_step=run.train.ms_per_step))
     # YaRN's ramp at the size's L and head_dim, with the paper's β and rescaled
     rotary_dim = config.model.d_model // config.model.n_heads
-    beta_fast, beta_slow = yarn_betas(L)
-    yarn = YarnBetas(
-        paper=YarnRamp(*YARN_PAPER_BETAS, list(yarn_ramp_pairs(L, rotary_dim, *YARN_PAPER_BETAS))),
-        rescaled=YarnRamp(beta_fast, beta_slow,
-                          list(yarn_ramp_pairs(L, rotary_dim, beta_fast, beta_slow))),
-        rotary_pairs=rotary_dim // 2, reference_length=YARN_REFERENCE_LENGTH)
+    paper, rescaled = (YarnRamp(*betas, list(yarn_ramp_pairs(L, rotary_dim, *betas)))
+                       for betas in (YARN_PAPER_BETAS, yarn_betas(L)))
+    yarn = YarnBetas(paper, rescaled, rotary_dim // 2, YARN_REFERENCE_LENGTH)
     order = order_summary(runs, train, seed_list, config.order)
     cost = cost_summary(runs.cost)
     ft = config.finetune  # and the arm each scaling kind's fine-tune is read as
