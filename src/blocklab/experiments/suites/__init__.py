@@ -41,7 +41,6 @@ SUITE_MODULES = {"ffn": "ffn", "norm-cost": "norm_cost", "placement": "placement
 
 
 def get_suite(name: str) -> Suite:
-    """The suite called `name`; an InputError lists the names otherwise."""
     if name not in SUITE_MODULES:
         raise InputError(f"unknown suite {name!r}; allowed: {list(SUITE_MODULES)}")
     module = importlib.import_module(f"blocklab.experiments.suites.{SUITE_MODULES[name]}")
@@ -49,7 +48,6 @@ def get_suite(name: str) -> Suite:
 
 
 def registered_suites() -> list[Suite]:
-    """Every suite of `SUITE_MODULES`, in its order."""
     return [get_suite(name) for name in SUITE_MODULES]
 
 

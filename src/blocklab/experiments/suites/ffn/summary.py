@@ -129,7 +129,6 @@ class FfnRuns:
 
 
 def sort_runs(size: Size, seeds: range, results: Results) -> FfnRuns:
-    """`results` sorted by the kind their payload names."""
     runs = FfnRuns(train={arm: [None] * len(seeds) for arm in size.arms},
                    sensitivity={arm: [None] * len(seeds) for arm in size.sensitivity_arms},
                    trend={}, tuned=[], timing=None)

@@ -63,8 +63,7 @@ class QualityShape:
 
 @dataclass(frozen=True)
 class Size:
-    """One suite size: every timing's CPU threads, the kernel runs (None: not at this size),
-    the step-time and like-for-like timings and the quality runs."""
+    """One suite size: the timings' CPU threads, each kind of run (None: not at this size)."""
 
     threads: tuple[int, ...]
     kernels: KernelGrid | None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.base import (
@@ -32,6 +32,7 @@ from blocklab.experiments.suites.norm_cost.timing import (
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, Summary, Table, TimeRatio
 from blocklab.jsonio import decode
 
+T = TypeVar("T")  # a timing run's record
 # Δ val loss (nats/token) inside which RMSNorm and LayerNorm count as equivalent in quality.
 EQUIVALENCE_MARGIN = 0.02
 
@@ -270,15 +271,16 @@ def _median_ms(values: Sequence[float] | None) -> float | None:
     return median_ms(values) if values else None
 
 
+def _records(results: Results, arm: str, record_type: type[T]) -> list[T]:
+    return [decode(record_type, result.extra, spec.label) for spec, result in results
+            if spec.arm == arm and result.status == "ok"]
+
+
 def kernel_rows(results: Results
                  ) -> tuple[list[KernelTiming], list[KernelRatio], list[CompileTime]]:
-    """Per kernels run, each implementation's timing, the ratios within each kind and the
-    compile times."""
+    """Per kernels run, each implementation's timing, the ratios within a kind, compile times."""
     kernels, ratios, compiles = [], [], []
-    for spec, result in results:
-        if spec.arm != "kernels" or result.status != "ok":
-            continue
-        record = decode(KernelTimes, result.extra, spec.label)
+    for record in _records(results, "kernels", KernelTimes):
         d, rows, threads = record.d, record.rows, record.threads
         for name, rec in record.impls.items():
             kernels.append(KernelTiming(
@@ -310,10 +312,7 @@ def kernel_rows(results: Results
 def like_rows(results: Results) -> list[FusedTiming]:
     """The like-for-like kernel timings, one per thread count."""
     out = []
-    for spec, result in results:
-        if spec.arm != "like-for-like" or result.status != "ok":
-            continue
-        record = decode(LikeForLikeTimes, result.extra, spec.label)
+    for record in _records(results, "like-for-like", LikeForLikeTimes):
         rms, ln = (record.impls.get(f"{norm}:{record.timed_kind}", ImplTimes())
                    for norm in NORM_NAMES)
         out.append(FusedTiming(
@@ -332,10 +331,7 @@ def like_rows(results: Results) -> list[FusedTiming]:
 def step_times(results: Results) -> dict[str, StepTime]:
     """"<path>/<threads>" -> its step time."""
     out = {}
-    for spec, result in results:
-        if spec.arm != "step" or result.status != "ok":
-            continue
-        record = decode(StepTimes, result.extra, spec.label)
+    for record in _records(results, "step", StepTimes):
         for path, times in record.step_s.items():
             out[f"{path}/{record.threads}"] = StepTime(
                 threads=record.threads, model=dataclasses.asdict(record.model),
@@ -452,7 +448,6 @@ def quality_table(quality: NormQuality) -> Table:
 
 
 def compute_tables(compute: NormCompute) -> list[Table]:
-    """The analytic counts per row and per training step."""
     per_row = Table(
         "What 'compute' means: FLOPs and bytes per normalised row of width d (analytic)",
         ["norm", "d", "bytes/element", "fwd FLOPs", "fwd+bwd FLOPs", "fwd bytes",

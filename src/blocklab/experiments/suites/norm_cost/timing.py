@@ -91,8 +91,7 @@ class KernelTimes:
 
 @dataclass(frozen=True)
 class LikeForLikeTimes(KernelTimes):
-    """A like-for-like run: its kernel timing, the method, whether PyTorch's functional norms
-    run fused here, what ran per norm, and the kind timed."""
+    """A like-for-like run (`time_like_for_like`): its kernel timing and what it timed."""
 
     method: str
     torch_fused: dict[str, bool]

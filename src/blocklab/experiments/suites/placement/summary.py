@@ -187,7 +187,6 @@ class Stored:
 
 
 def stored_results(results: Results) -> Stored:
-    """`results` sorted by kind and keyed."""
     probes: dict[ProbeKey, ProbeRecord] = {}
     trained: dict[ArmKey, RunResult] = {}
     swept: dict[SweepKey, StableLr] = {}
@@ -238,7 +237,6 @@ def first_over_last_log2(result: RunResult | None, warmup: int) -> float | None:
 
 
 def ok_val(result: RunResult | None) -> float | None:
-    """The final val loss of a run that finished ("ok")."""
     return final_val(result) if result is not None and result.status == "ok" else None
 
 
@@ -258,7 +256,6 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | Non
 
 def gradient_summary(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeRecord]
                       ) -> dict[str, dict[str, GradientProbe]]:
-    """placement -> init -> its `GradientProbe` over `seeds`."""
     return {placement: {init: _gradient_probe(probe, seeds, probes, placement, init)
                         for init in probe.inits}
             for placement in probe.placements}
@@ -340,15 +337,13 @@ def _median_per_seed(per_seed: list[list[float | None] | None]) -> Interval:
 
 
 def _spread_log2(norms: Sequence[float | None]) -> float | None:
-    """log2(max / min) over one stack's per-layer gradient norms."""
     usable = [v for v in norms if v is not None and math.isfinite(v) and v > 0]
     return math.log2(max(usable) / min(usable)) if len(usable) == len(norms) > 1 else None
 
 
 def training_summary(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
                       lrs: dict[str, ArmTuning]) -> list[PlacementCell]:
-    """One cell per (placement, depth, warmup) arm, its runs keyed
-    `(placement, depth, warmup, seed)` in `trained`."""
+    """One cell per (placement, depth, warmup) arm over `seeds`."""
     rows = []
     for placement, depth, warmup in training.arms():
         mine = [trained.get((placement, depth, warmup, s)) for s in seeds]
@@ -376,7 +371,6 @@ def training_summary(training: Training, seeds: range, trained: dict[ArmKey, Run
 
 def _ok_vals(trained: dict[ArmKey, RunResult], seeds: range, placement: str, depth: int,
              warmup: int) -> list[float | None]:
-    """Per seed, the final val loss of one arm's run if it finished (`ok_val`)."""
     return [ok_val(trained.get((placement, depth, warmup, s))) for s in seeds]
 
 
@@ -393,7 +387,6 @@ def interaction_per_seed(training: Training, seeds: range, trained: dict[ArmKey,
 
 def _interaction(a: list[float | None], b: list[float | None], c: list[float | None],
                  d: list[float | None]) -> list[float | None]:
-    """Per seed (a − b) − (c − d); None where any of the four is missing."""
     return [None if None in (w, x, y, z) else (w - x) - (y - z)
             for w, x, y, z in zip(a, b, c, d, strict=True)]
 
@@ -441,8 +434,7 @@ def placement_effects(training: Training, seeds: range, trained: dict[ArmKey, Ru
 
 def stability_arms(sweep: Sweep, grid: str, seeds: range, swept: dict[SweepKey, StableLr]
                ) -> list[StabilityArm]:
-    """Per swept arm, the largest stable lr over seeds (records keyed
-    `(grid, placement, depth, warmup, seed)` in `swept`)."""
+    """Per swept arm, the largest stable lr over seeds."""
     ladder = sweep.ladder()
     out = []
     for placement, depth, warmup in sweep.arms():
@@ -515,8 +507,7 @@ def stability_effects(sweep: Sweep, grid: str, seeds: range,
 
 
 def statistics_of(size: Size, seeds: range, stored: Stored) -> PlacementData:
-    """Every statistic the summary shows (and the claims ledger reads), from the results read
-    once (`stored_results`)."""
+    """Every statistic the summary shows (and the claims ledger reads)."""
     training, sweep, deep = size.training, size.sweep, size.deep
     trials = lr_trials(stored.tuned)
     lrs = tuned_lrs(training, trials)
@@ -556,7 +547,6 @@ def summarise(options: RunOptions, results: Results) -> Summary:
 
 
 def _tables(size: Size, data: PlacementData) -> list[Table]:
-    """The summary's tables, in order, from its statistics."""
     probe, training = size.probe, size.training
     gradients = data.init_gradients
     depth_columns = [f"L={d}" for d in probe.depths]

@@ -139,8 +139,7 @@ class LayerMerge:
 
 @dataclass(frozen=True)
 class QualityRecord:
-    """A quality run's record: the trained model, its losses under every scheme and SwiGLU
-    quantization, each layer's C33 comparison and their maxima."""
+    """A quality run's record (`run_quality`)."""
 
     kind: str
     model: dict[str, Any]
