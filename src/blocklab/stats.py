@@ -234,8 +234,6 @@ def hsd_spent_alpha(t: float, alpha: float = 0.05, gamma: float = -4.0) -> float
     gamma = _check_finite(gamma, "gamma")
     if gamma == 0:
         raise InputError("gamma must be nonzero (γ → 0 is the uniform α·t), got 0")
-    if t == 0:
-        return 0.0
     if t == 1:
         return alpha
     return alpha * math.expm1(-gamma * t) / math.expm1(-gamma)

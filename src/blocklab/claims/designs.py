@@ -113,7 +113,6 @@ class DesignResult:
 
     @property
     def fwe_sd(self) -> float:
-        """The Monte Carlo sd of `fwe`."""
         return math.sqrt(self.fwe * (1 - self.fwe) / self.reps)
 
 
@@ -438,7 +437,6 @@ def choose(sim: ClaimSimulation, distributions: Sequence[str] | None = None) -> 
 
 
 def experimental_claims() -> tuple[str, ...]:
-    """The claims a suite measures (`catalogue.SUITE_OF`), in id order."""
     return tuple(sorted(SUITE_OF, key=lambda c: (len(c), c)))
 
 

@@ -17,6 +17,7 @@ from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.claims.text import CLAIM_TEXT, ERROR, Template, both, claim_sources
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.suites import get_suite
+from blocklab.experiments.summaries import mixed_notes
 
 
 @dataclass(frozen=True)
@@ -183,8 +184,6 @@ def _mixed(row: ClaimResult, ctx: Context) -> ClaimResult:
     """`row` with its evidence ending in the sentences that say its suite's runs came from
     more than one machine or ran other bf16 attention kernels (`summaries.mixed_notes`, from
     the summary's `machines` and `kernels`), in English and Chinese; as it was otherwise."""
-    from blocklab.experiments.summaries import mixed_notes
-
     suite = SUITE_OF.get(row.id)
     if suite is None or row.error is not None:
         return row

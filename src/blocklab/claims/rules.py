@@ -143,7 +143,6 @@ class Rule:
         return (*points, self.max_seeds)
 
     def next_look(self, n: int) -> int | None:
-        """The seeds of the first planned look past `n`; None past the last one."""
         return next((p for p in self.schedule if p > n), None)
 
     @property
@@ -169,7 +168,6 @@ class Estimate:
 
     @classmethod
     def of(cls, interval: Interval) -> Estimate:
-        """From a suite's 95% Student-t interval, with its sd."""
         return cls(interval.mean, interval.ci_low, interval.ci_high, interval.n, interval.sd)
 
     @classmethod
@@ -307,11 +305,7 @@ def _side_and_boundary(rule: Rule) -> tuple[float, float]:
 
 def claimed_side(rule: Rule) -> float | None:
     """The sign of the claimed side (− for "at most t"); None for a band."""
-    if rule.test == "equivalence":
-        return None
-    if rule.test in ("at-most", "at-least"):
-        return -1.0 if rule.test == "at-most" else 1.0
-    return math.copysign(1.0, rule.claimed)
+    return None if rule.test == "equivalence" else _side_and_boundary(rule)[0]
 
 
 def claimed_boundary(rule: Rule) -> float:
@@ -652,7 +646,6 @@ def _tests(pairs: Sequence[tuple[Rule, Estimate]]) -> list[list[int]]:
 
 
 def _flags(value: bool | Sequence[bool], m: int, name: str) -> list[bool]:
-    """One flag for every part, or one per part."""
     flags = [bool(value)] * m if isinstance(value, bool) else [bool(v) for v in value]
     if len(flags) != m:
         raise ValueError(f"{name} has {len(flags)} flags for {m} parts")
