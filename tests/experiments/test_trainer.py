@@ -334,7 +334,6 @@ def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
     assert final.val_loss == pytest.approx(statistics.fmean(losses), abs=1e-6)
     assert final.val_loss_se == pytest.approx(statistics.stdev(losses) / math.sqrt(n),
                                               abs=1e-6)
-    assert final.val_bpb == pytest.approx(final.val_loss / math.log(2))
     # the curve keeps the periodic evaluations; the tail averages its last TAIL_EVALS
     assert len(curve) == 8 and final.val_loss_tail_n == tr.TAIL_EVALS == 4
     assert final.val_loss_tail == pytest.approx(statistics.fmean(curve[-4:]))
