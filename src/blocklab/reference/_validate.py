@@ -63,6 +63,12 @@ def describe(values, limit: int = 8) -> str:
     return f"[{head}, ..., {tail}]"
 
 
+def entries(x: np.ndarray, what: str, *arrays: np.ndarray) -> str:
+    """The inputs an overflow names: x and the largest |entry| of `arrays` (`what` entries)."""
+    largest = max(float(np.max(np.abs(a))) for a in arrays)
+    return f"x={describe(x)} and {what} entries up to |{largest:g}|"
+
+
 def as_vector(x, name: str = "x") -> np.ndarray:
     """Return ``x`` as a finite, non-empty, 1-D float64 array or raise ``ValueError``."""
     arr = real_numbers(x, name, "a 1-D sequence of real numbers")

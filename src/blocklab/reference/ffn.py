@@ -25,7 +25,7 @@ from blocklab.checks import MAX_SIZE
 from blocklab.checks import shown_value as shown
 from blocklab.errors import InputError
 
-from ._validate import as_matrix, as_vector, check_overflow, describe
+from ._validate import as_matrix, as_vector, check_overflow, entries
 from .activations import silu, silu_grad
 
 
@@ -67,7 +67,7 @@ def swiglu(x, gate_matrix, up_matrix, down_matrix) -> dict:
         output = w_d @ hidden
     check_overflow("swiglu", {"gate = W_g x": gate, "up = W_u x": up,
                               "hidden = SiLU(gate) (*) up": hidden, "output = W_d hidden": output},
-                   _inputs(x, w_g, w_u, w_d))
+                   entries(x, "matrix", w_g, w_u, w_d))
     d, m = x.shape[0], gate.shape[0]
     return {
         "gate": gate,
@@ -97,13 +97,8 @@ def swiglu_jacobian(x, gate_matrix, up_matrix, down_matrix) -> np.ndarray:
         jacobian = w_d @ dh_dx
     check_overflow("swiglu_jacobian", {"gate = W_g x": gate, "up = W_u x": up,
                                        "dh/dx": dh_dx, "the Jacobian W_d dh/dx": jacobian},
-                   _inputs(x, w_g, w_u, w_d))
+                   entries(x, "matrix", w_g, w_u, w_d))
     return jacobian
-
-
-def _inputs(x: np.ndarray, *matrices: np.ndarray) -> str:
-    largest = max(float(np.max(np.abs(w))) for w in matrices)
-    return f"x={describe(x)} and matrix entries up to |{largest:g}|"
 
 
 def _positive_int(value, name: str) -> int:

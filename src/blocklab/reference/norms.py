@@ -25,6 +25,7 @@ from ._validate import (
     as_vector,
     check_overflow,
     describe,
+    entries,
 )
 
 # The rounding part of the shift/scale table's tolerance: norm outputs are O(1), so 1e-12 is
@@ -119,7 +120,7 @@ def rmsnorm(x, eps=1e-6, gain=None) -> np.ndarray:
     gain = _gain(gain, x.shape[0])
     with np.errstate(over="ignore", invalid="ignore"):
         out = gain * (x / _rms_scale(x, eps))
-    check_overflow("rmsnorm", {"gain (*) x / s": out}, _inputs(x, gain))
+    check_overflow("rmsnorm", {"gain (*) x / s": out}, entries(x, "gain/bias", gain))
     return out
 
 
@@ -134,7 +135,7 @@ def layernorm(x, eps=1e-6, gain=None, bias=None) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         out = gain * (c / sigma) + shift
     check_overflow("layernorm", {"gain (*) (x - mu) / sigma + bias": out},
-                   _inputs(x, gain, shift))
+                   entries(x, "gain/bias", gain, shift))
     return out
 
 
@@ -151,7 +152,7 @@ def rmsnorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
     jac = _unit_rms_jacobian(x, _rms_scale(x, eps))
     with np.errstate(over="ignore", invalid="ignore"):
         out = gain[:, None] * jac  # diag(gain) @ J scales row i by gain_i
-    check_overflow("rmsnorm_jacobian", {"diag(gain) J": out}, _inputs(x, gain))
+    check_overflow("rmsnorm_jacobian", {"diag(gain) J": out}, entries(x, "gain/bias", gain))
     return out
 
 
@@ -160,11 +161,6 @@ def _unit_rms_jacobian(x: np.ndarray, s: float) -> np.ndarray:
     0 for |x| ~ 1e-110 although the Jacobian is finite."""
     u = x / s
     return (np.eye(x.shape[0]) - np.outer(u, u) / x.shape[0]) / s
-
-
-def _inputs(x: np.ndarray, *vectors: np.ndarray) -> str:
-    largest = max(float(np.max(np.abs(v))) for v in vectors)
-    return f"x={describe(x)} and gain/bias entries up to |{largest:g}|"
 
 
 def layernorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
@@ -185,7 +181,7 @@ def layernorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
     jac = (centring - np.outer(u, u) / d) / sigma
     with np.errstate(over="ignore", invalid="ignore"):
         out = gain[:, None] * jac
-    check_overflow("layernorm_jacobian", {"diag(gain) J": out}, _inputs(x, gain))
+    check_overflow("layernorm_jacobian", {"diag(gain) J": out}, entries(x, "gain/bias", gain))
     return out
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from blocklab.errors import InputError
 
-from ._validate import as_eps, as_matrix, as_vector, check_overflow, describe
+from ._validate import as_eps, as_matrix, as_vector, check_overflow, entries
 from .norms import _statistics, rmsnorm_jacobian
 
 
@@ -49,7 +49,7 @@ def residual_paths(x, matrix, eps=1e-6) -> dict:
     a = _square_for(x, matrix)
     eps = as_eps(eps)
     d = x.shape[0]
-    inputs = _inputs(x, a)
+    inputs = entries(x, "matrix", a)
     norm_x = _statistics(x, eps)
     with np.errstate(over="ignore", invalid="ignore"):
         inner = x + a @ x
@@ -70,10 +70,6 @@ def residual_paths(x, matrix, eps=1e-6) -> dict:
     return out
 
 
-def _inputs(x: np.ndarray, a: np.ndarray) -> str:
-    return f"x={describe(x)} and matrix entries up to |{float(np.max(np.abs(a))):g}|"
-
-
 def commutator(matrix, x, eps=1e-6) -> dict:
     """Compare ``A J_N(x)`` with ``J_N(x) A`` (unit-gain RMSNorm), to show the order matters.
 
@@ -89,5 +85,6 @@ def commutator(matrix, x, eps=1e-6) -> dict:
         jn_a = jac @ a
         difference = np.max(np.abs(a_jn - jn_a))
     check_overflow("commutator", {"A·J_N(x)": a_jn, "J_N(x)·A": jn_a,
-                                  "max |A·J_N(x) − J_N(x)·A|": difference}, _inputs(x, a))
+                                  "max |A·J_N(x) − J_N(x)·A|": difference},
+                   entries(x, "matrix", a))
     return {"a_jn": a_jn, "jn_a": jn_a, "max_difference": float(difference)}
