@@ -2,24 +2,10 @@
 
 Pure functions over `blocklab.config.ModelConfig`; no torch (a test enforces it), so
 `blocklab budget` starts fast. `model_budget` returns the JSON document `blocklab budget --json`
-prints; these keys are stable::
-
-    {
-      "model": str,
-      "params": {"total", "embedding", "attention", "ffn", "norm", "lm_head", "per_layer": int,
-                 ...},
-      "flops": {
-        "prefill": {"total", "attention_proj", "attention_scores", "ffn", "lm_head": int,
-                    "ffn_share": float, ...},
-        "decode":  {same keys},
-        ...
-      },
-      "memory": {"weights_bytes", "kv_cache_bytes": int, ...}
-    }
-
-`params.per_layer` is one layer (the dense one of an interleaved MoE model; its MoE layers are
-under `params.moe_layer`). FLOPs follow `flops.py`. `memory.weights_bytes` is in the weight
-dtype, `memory.kv_cache_bytes` at (batch, seq_len) in the activation dtype.
+prints; its keys are stable. `params.per_layer` is one layer (the dense one of an interleaved
+MoE model; its MoE layers are under `params.moe_layer`). FLOPs follow `flops.py`.
+`memory.weights_bytes` is in the weight dtype, `memory.kv_cache_bytes` at (batch, seq_len) in
+the activation dtype.
 """
 
 from __future__ import annotations
@@ -51,7 +37,7 @@ FLOP_CONVENTION = ("2 FLOPs per multiply-add; matmuls only (norms, activations, 
 
 def model_budget(cfg: ModelConfig, *, batch: int = 1, seq_len: int = 4096, dtype: str = "bf16",
                  causal: bool = True, label: str | None = None) -> dict[str, Any]:
-    """The budget document of the module docstring for `cfg` at (batch, seq_len)."""
+    """The budget document of `cfg` at (batch, seq_len)."""
     params = count_params(cfg)
     prefill = prefill_flops(cfg, batch, seq_len, causal)
     decode = decode_flops(cfg, batch, seq_len, causal)

@@ -11,8 +11,6 @@ with s = sqrt(mean(x²) + eps) over the last axis. Both reproduce Hugging Face b
 bfloat16 (`LlamaRMSNorm`, `Gemma2RMSNorm`); the two orders round differently, see
 https://github.com/huggingface/transformers/pull/29402.
 
-Under backend "fast" a plain-gain RMSNorm with cast "llama" runs PyTorch's `F.rms_norm`
-(`library_rms_norm`, the same values); everything else runs `reference_rms_norm`.
 Per-head QK-norm (Qwen3) is `RMSNorm(head_dim)` on q: [B, n_heads, T, head_dim].
 """
 
