@@ -2,6 +2,7 @@
 grid's settings and tuning, the run configs, the largest-stable-lr bisection and the deep grid
 (C36)."""
 
+import dataclasses
 import json
 import math
 
@@ -12,7 +13,6 @@ from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import TUNING_SEEDS
 from blocklab.experiments.suites.placement import runs
 from blocklab.experiments.suites.placement.summary import loglog_slope
-from blocklab.experiments.suites.tuning import LrGrid
 from blocklab.jsonio import decode
 
 from ..conftest import final_metrics as _final
@@ -159,10 +159,7 @@ def test_bisection_finds_the_largest_stable_rung_in_log2_steps():
 
 
 def test_lr_area_by_hand():
-    training = runs.Training(d_model=8, n_heads=1, depths=(2,), warmups=(0, 2),
-                                  lr_grid=LrGrid((1.0, 2.0, 4.0), 2.0), tuning_seeds=1,
-                                  placements=("pre",), seq_len=8, batch_size=1, steps=4,
-                                  stuck_patience=None, eval_every=0, eval_batches=1)
+    training = dataclasses.replace(runs.SIZES["tiny"].training, steps=4)
     # cosine from 1 to 0.1 over 4 steps: 1, 0.1 + 0.9·(1 + cos(π/4))/2, 0.55, 0.1 + 0.9·(1 −
     # cos(π/4))/2 (sum 2.2 + 0.9 = 3.1... by hand: 1 + 0.86820 + 0.55 + 0.23180 = 2.65)
     assert runs.lr_area(training, 0, 1.0) == pytest.approx(2.65, abs=1e-5)

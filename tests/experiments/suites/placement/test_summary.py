@@ -3,6 +3,7 @@ and the stability statistics by hand, and the tiny grids end to end."""
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -10,7 +11,7 @@ from blocklab.experiments.run_result import Curves, LayerGradNorms, RunResult
 from blocklab.experiments.suites import load_summary
 from blocklab.experiments.suites.placement import runs, summary
 from blocklab.experiments.suites.placement.runs import SweepRung, bisect_stable
-from blocklab.experiments.suites.tuning import LrGrid, trains
+from blocklab.experiments.suites.tuning import trains
 from blocklab.experiments.summaries import ArmTuning, Interval
 from blocklab.jsonio import decode
 
@@ -144,11 +145,8 @@ def test_loss_curve_area_and_gradient_ratio_by_hand():
 
 
 def _training(depths=(12,), placements=("pre", "post")):
-    return runs.Training(d_model=8, n_heads=1, depths=depths, warmups=(0, 100),
-                              lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0), tuning_seeds=1,
-                              placements=placements, seq_len=16, batch_size=2, steps=10,
-                              stuck_patience=None, eval_every=0, eval_batches=1,
-                              deepest_only=("sandwich",))
+    return replace(runs.SIZES["tiny"].training, depths=depths, warmups=(0, 100),
+                   placements=placements, deepest_only=("sandwich",))
 
 
 def _lrs(training):

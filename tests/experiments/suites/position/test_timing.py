@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.position.runs import SIZES, arm_config, train_config
 from blocklab.experiments.suites.position.summary import ShapeTiming, shape_timing
@@ -49,14 +50,10 @@ def test_kernel_and_mask_detection_names_each_scheme(capfd):
 
 @pytest.mark.exclusive  # it times the machine: no other test beside it
 def test_time_shapes_runs_at_tiny_and_returns_every_field():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the cost run's `_one_thread` does
-    try:
+    with torch_threads(1):  # as the cost run times it
         tick = time.perf_counter()
         times = time_realistic_shapes("tiny")
         took = time.perf_counter() - tick
-    finally:
-        torch.set_num_threads(before)
     shape = REALISTIC_SHAPES["tiny"]
     assert took < 5  # a fraction of a second on a quiet core
     assert times.threads == 1 and times.batch_size == 1
