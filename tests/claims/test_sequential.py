@@ -81,29 +81,27 @@ def _claim_run(parts: list[tuple[Rule, int]], k: int, truth: float, sd: float, r
     return decided / reps, missed / reps
 
 
-@pytest.mark.parametrize("m", [1, 3])
-def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(m):
-    """Every true effect on its boundary (any decision wrong), looks at 5, 8, 10 and Holm:
-    any decision, and any deciding interval missing the truth, stays within α."""
-    rule = Rule("x", 0.5, 0.0, 5, -1.5, max_seeds=10)
-    reps = 3000 if m == 1 else 2000
-    wrong, missed = _claim_run([(rule, j) for j in range(m)], m, -0.5, 1.0, reps, seed=m)
+SHIFTED = Rule("x", 0.5, 0.0, 5, -1.5, max_seeds=10)  # looks at 5, 8, 10
+WORKS = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-most", max_seeds=8)
+DROPS = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-least", max_seeds=8)
+
+
+@pytest.mark.parametrize(("parts", "k", "truth", "sd", "reps", "seed"), [
+    ([(SHIFTED, 0)], 1, -0.5, 1.0, 3000, 1),
+    ([(SHIFTED, j) for j in range(3)], 3, -0.5, 1.0, 2000, 3),
+    # C30's shape: 'at most' / 'at least' pairs on one estimate (one Holm test each) and
+    # single parts, every truth on 5%: 3 pairs and 2 single parts on 5 estimates
+    ([(WORKS, 0), (DROPS, 0), (WORKS, 1), (DROPS, 1), (WORKS, 2), (DROPS, 2), (WORKS, 3),
+      (DROPS, 4)], 5, 5.0, 2.0, 3000, 7),
+], ids=["one part", "three parts", "pairs counted as one test"])
+def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(parts, k, truth, sd,
+                                                                       reps, seed):
+    """Every true effect on its boundary (any decision wrong), its looks and Holm: any
+    decision, and any deciding interval missing the truth, stays within α."""
+    wrong, missed = _claim_run(parts, k, truth, sd, reps, seed)
     within = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)  # 2 binomial sd
     assert wrong <= within and missed <= within
     assert wrong > 0.02  # it spends α: a design that never decides would pass the line above
-
-
-def test_parts_counted_as_one_test_keep_the_claims_error_within_alpha():
-    """C30's shape: 'at most' / 'at least' pairs on one estimate (one Holm test each) and
-    single parts, every truth on 5%: any decision stays within α."""
-    works = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-most", max_seeds=8)
-    drops = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-least", max_seeds=8)
-    reps = 3000  # 3 pairs and 2 single parts on 5 estimates
-    parts = [(works, 0), (drops, 0), (works, 1), (drops, 1), (works, 2), (drops, 2), (works, 3),
-             (drops, 4)]
-    wrong, _ = _claim_run(parts, 5, 5.0, 2.0, reps, seed=7)
-    within = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
-    assert 0.02 < wrong <= within
 
 
 def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
