@@ -46,7 +46,7 @@ def test_written_names_only_the_files_written(tmp_path, capsys):
     """No rung has results: the ladder's JSON is written, its figure is not, and the line
     says so."""
     ladder_cli._report("C16", tmp_path, dict.fromkeys(("quick", "rung1", "rung2", "rung3"),
-                                                      "fp32"), 0, False, [])
+                                                      "fp32"), 0, False)
     folder = tmp_path / "ladder"
     assert (folder / "C16.json").is_file() and not (folder / "C16.png").exists()
     out = capsys.readouterr().out

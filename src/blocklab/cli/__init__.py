@@ -95,7 +95,6 @@ class _Typer(typer.Typer):
 app = _Typer(
     name="blocklab",
     cls=_Group,
-    help="Transformer blocks (FFN, normalization, position encoding): computed, checked, measured.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -245,16 +244,13 @@ def ascii_fallback() -> Iterator[None]:
                 stream.reconfigure(errors=errors)
 
 
-SIZE_CHOICES = ("tiny", "quick", "full")
-
-
 def chosen_size(size: str | None, tiny: bool = False, quick: bool = False,
                 full: bool = False, *, rungs: bool = False) -> str:
     """The size from `--size NAME` or `--tiny/--quick/--full` (default quick; two choices are
     bad input); `rungs`: the ladder's rungs are sizes too (`blocklab suite`)."""
     from blocklab.experiments.ladder import RUNGS
 
-    choices = SIZE_CHOICES + (RUNGS if rungs else ())
+    choices = ("tiny", "quick", "full") + (RUNGS if rungs else ())
     given = [name for name, flag in (("tiny", tiny), ("quick", quick), ("full", full)) if flag]
     if size is not None:
         if size not in choices:
@@ -374,8 +370,7 @@ def _one_line(text: str) -> str:
 
 
 def _usage_message(err: typer.TyperException) -> str:
-    format_message = getattr(err, "format_message", None)
-    message = _one_line(format_message() if callable(format_message) else err)
+    message = _one_line(err.format_message())
     ctx = getattr(err, "ctx", None)
     if ctx is not None:
         message += f" (see `{ctx.command_path} --help`)"

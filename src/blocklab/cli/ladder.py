@@ -106,8 +106,8 @@ def ladder(
     _print_plan(suite.name, requests, prices, workers, device)
     if plan:
         return
-    ran = _run_rungs(suite.name, requests, prices, budget, run_on, jobs, not no_progress)
-    _report(claim, out, chosen, seed_offset, as_json, ran)
+    _run_rungs(suite.name, requests, prices, budget, run_on, jobs, not no_progress)
+    _report(claim, out, chosen, seed_offset, as_json)
 
 
 def _prices(requests, suite: str, workers: int) -> dict[str, tuple[float, int, int]]:
@@ -184,23 +184,19 @@ def _run_rungs(suite: str, requests, prices, budget: float | None, run_on, jobs:
     return ran
 
 
-def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_json: bool,
-            ran: list[str]) -> None:
+def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_json: bool) -> None:
     """Grade every rung stored, fit the trends, write DIR/ladder/<claim>.json and .png, and
     print them."""
     from blocklab.claims.ladder import ladder_dict, read_ladder
-    from blocklab.jsonio import output_json, write_atomic
+    from blocklab.jsonio import atomic_path, output_json, write_atomic
     from blocklab.report.figures import fig_ladder
 
     found = read_ladder(claim, out, chosen, seed_offset)
     doc = ladder_dict(found)
     folder = out / "ladder"
-    folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / f"{claim}.json", output_json(doc, indent=1))
     png = fig_ladder(doc)  # None: no rung has results yet, so there is nothing to draw
     if png is not None:
-        from blocklab.jsonio import atomic_path
-
         with atomic_path(folder / f"{claim}.png") as tmp:
             tmp.write_bytes(png)
     if as_json:

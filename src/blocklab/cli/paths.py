@@ -37,11 +37,7 @@ def output_file(text: str, option: str) -> Path:
     """`text` as a file the command will write; InputError naming `option` if it cannot be."""
     path, shown = _named(text, option, "a file name")
     _check_lengths(path, option, shown)
-    try:
-        is_folder = stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError:  # missing, or a part of the way is wrong: the folder walk names which
-        is_folder = False
-    if is_folder:
+    if os.path.isdir(path):  # (missing, or a part of the way wrong: the folder walk names it)
         raise InputError(f"{option} {shown} is a folder; expected a file name "
                          f"(e.g. {Path(text) / ('out' + (path.suffix or '.png'))})")
     _check_folders([path.parent], option, shown)
@@ -55,11 +51,7 @@ def output_folder(text: str, option: str, files: Iterable[str]) -> Path:
     written = [folder / name for name in files]
     for path in written:
         _check_lengths(path, option, shown)
-    try:
-        is_file = not stat.S_ISDIR(os.stat(folder).st_mode)
-    except OSError:
-        is_file = False
-    if is_file:
+    if os.path.exists(folder) and not os.path.isdir(folder):
         raise InputError(f"{option} {shown} is a file; expected a folder (created if missing)")
     _check_folders([folder, *(path.parent for path in written)], option, shown)
     return folder
