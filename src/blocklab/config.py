@@ -250,10 +250,8 @@ _SIZES_AND_FLAGS: dict[str, tuple[Any, str]] = {
                      "qk_norm", "final_norm", "embed_norm", "tie_embeddings", "embed_scale",
                      "causal", "pooler"), _FLAG),
     "name": (lambda v: isinstance(v, str), "a string"),
-    "n_experts": _COUNT,
-    "n_shared_experts": _COUNT,
-    "experts_per_token": _POSITIVE,
-    "moe_every": _POSITIVE,
+    **dict.fromkeys(("n_experts", "n_shared_experts"), _COUNT),
+    **dict.fromkeys(("experts_per_token", "moe_every"), _POSITIVE),
 }
 _CHOICES_AND_NUMBERS: dict[str, tuple[Any, str]] = {
     "ffn": _one_of(FFNS),
@@ -290,9 +288,8 @@ def positive_int(name: str, value: Any) -> None:
 # as `blocklab.nn.rope_scaling` (which refuses any other) and transformers'
 # `RotaryEmbeddingConfigMixin._validate_<type>_rope_parameters`; "ntk" is ours alone.
 ROPE_SCALING_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "linear": (("factor",), ("original_max_position_embeddings",)),
-    "ntk": (("factor",), ("original_max_position_embeddings",)),
-    "dynamic": (("factor",), ("original_max_position_embeddings",)),
+    **dict.fromkeys(("linear", "ntk", "dynamic"),
+                    (("factor",), ("original_max_position_embeddings",))),
     "yarn": (("factor",), ("original_max_position_embeddings", "attention_factor", "beta_fast",
                            "beta_slow", "mscale", "mscale_all_dim", "truncate")),
     "llama3": (("factor", "low_freq_factor", "high_freq_factor"),
