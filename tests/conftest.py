@@ -190,6 +190,23 @@ def measuring(monkeypatch, tmp_path):
 
 
 @pytest.fixture
+def started(monkeypatch):
+    """The options each `blocklab suite` run starts with; the run itself stops there."""
+    import typer
+
+    import blocklab.experiments.suites as suites
+
+    seen = []
+
+    def run_suite(suite, options, *args, **kwargs):
+        seen.append(options)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(suites, "run_suite", run_suite)
+    return seen
+
+
+@pytest.fixture
 def one_line_exit_2(capsys):
     """`one_line_exit_2(run, *needles, main=cli.main) -> line`: the command was refused as bad
     input: exit 2, nothing on stdout, one `error: ` line on stderr holding every needle. `run`

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import typer
 
 from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
@@ -95,13 +94,7 @@ def test_the_plan_and_claims_read_the_request_their_options_name(tmp_path, recei
     assert request == RunRequest(tmp_path, *request_args)
 
 
-def test_suite_budget_hands_its_request_to_the_design(tmp_path, received, monkeypatch):
-    from blocklab.experiments import suites
-
-    def run_suite(*args, **kwargs):  # after the design: not what is tested here
-        raise typer.Exit(0)
-
-    monkeypatch.setattr(suites, "run_suite", run_suite)
+def test_suite_budget_hands_its_request_to_the_design(tmp_path, received, started):
     assert main(["suite", "ffn", "--tiny", "--budget", "2", "--results", str(tmp_path / "runs"),
                  "--no-progress"]) == 0
     (request,) = received["price_plan"]

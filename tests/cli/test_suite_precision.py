@@ -5,7 +5,6 @@ its runs in that precision's folder; a suite that measures float32 only stays fl
 import json
 
 import pytest
-import typer
 
 from blocklab.cli import main
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
@@ -31,29 +30,14 @@ def _keep_answer(suite: str, size: str, fastest: str, fp32_s=0.020, bf16_s=0.012
                                 "median_s": {"fp32": fp32_s, "bf16": bf16_s}}))
 
 
-@pytest.fixture
-def started(monkeypatch, measuring):
-    """The options each suite run starts with; the run itself stops there."""
-    import blocklab.experiments.suites as suites
-
-    seen = []
-
-    def run_suite(suite, options, *args, **kwargs):
-        seen.append(options)
-        raise typer.Exit(0)
-
-    monkeypatch.setattr(suites, "run_suite", run_suite)
-    return seen
-
-
 @pytest.mark.parametrize(("suite", "fastest", "said"), [
     ("ffn", "bf16", "--precision auto: bf16, the faster training step on this CPU at d 32 × 1 "
                     "layers, 4 × 32 tokens, 1 thread (bf16 12.0 ms, fp32 20.0 ms a step)"),
     ("width", "fp32", "--precision auto: fp32, the faster training step"),
     ("quantize", None, "--precision auto: fp32 (suite quantize measures float32 only)"),
 ])
-def test_auto_trains_in_the_faster_precision_and_says_why(started, tmp_path, capsys, suite,
-                                                          fastest, said):
+def test_auto_trains_in_the_faster_precision_and_says_why(started, measuring, tmp_path, capsys,
+                                                          suite, fastest, said):
     if fastest is not None:
         _keep_answer(suite, "tiny", fastest)
     assert main(["suite", suite, "--tiny", "--precision", "auto", "--no-progress",
@@ -64,8 +48,8 @@ def test_auto_trains_in_the_faster_precision_and_says_why(started, tmp_path, cap
     assert options.folder() == ("tiny+bf16" if fastest == "bf16" else "tiny")
 
 
-def test_auto_with_budget_is_refused_in_one_line_when_it_chooses_bf16(started, one_line_exit_2,
-                                                                       tmp_path):
+def test_auto_with_budget_is_refused_in_one_line_when_it_chooses_bf16(started, measuring,
+                                                                       one_line_exit_2, tmp_path):
     _keep_answer("ffn", "tiny", "bf16")
     one_line_exit_2(["suite", "ffn", "--tiny", "--precision", "auto", "--budget", "5",
                      "--results", str(tmp_path / "runs")],
