@@ -60,7 +60,6 @@ GLM_SOURCE = {
               "Infilling' (2D learned positions); THUDM modeling_chatglm.py (RotaryEmbedding)",
     "says": "GLM-130B: 'we adopt Rotary Positional Encoding (RoPE)'; the original GLM adds two "
             "learned position embeddings; ChatGLM2/3 rotate half of each head (RoPE).",
-    "position": "rope",
 }
 UNPUBLISHED = {
     "Claude 4": "Anthropic has released no config, weights or architecture paper for Claude 4: "
@@ -81,8 +80,7 @@ class Pairing:
     text_zh: str
     family: str
     models: tuple[str, ...]  # zoo models, read from their config.json
-    feature: str  # "plain_ffn", "learned_positions", "swiglu", "geglu", "alibi", "rope",
-    #               "modern" (pre-norm + SwiGLU + RoPE), "pre_norm"
+    feature: str  # a key of FEATURE_TEXT
     papers: tuple[str, ...] = ()  # models with no config, settled by a key of PAPERS
     unpublished: tuple[str, ...] = ()  # models with neither: a key of UNPUBLISHED
     if_wrong: tuple[str, str] = ("", "")  # what holds instead, when the pairing fails (en, zh)
