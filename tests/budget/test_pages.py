@@ -7,28 +7,18 @@ import pytest
 from blocklab.budget import count_params, model_budget, prefill_flops, resolve_model
 
 
-def test_c15_page_example_reproduced():
-    """d=4096, d_ff=11008, 32 heads of 128, 8 KV heads: ~42M + ~135M = ~177M, FFN ~76%."""
-    p = count_params(resolve_model("page-001-example").config)
-    attention = sum(p.layer[k] for k in ("q_proj", "k_proj", "v_proj", "o_proj"))
-    ffn = sum(p.layer[k] for k in ("gate_proj", "up_proj", "down_proj"))
-    assert attention == 41_943_040 and round(attention / 1e6) == 42
-    assert ffn == 135_266_304 and round(ffn / 1e6) == 135
-    assert attention + ffn == 177_209_344 and round((attention + ffn) / 1e6) == 177
-    assert ffn / (attention + ffn) == pytest.approx(0.7633, abs=1e-4)
-
-
-def test_c15_meta_llama_3_8b_corrected():
-    """The page labels its example Llama 3 8B, whose d_ff is 14336, not 11008."""
-    cfg = resolve_model("meta-llama-3-8b").config
-    assert cfg.d_ff == 14336
-    p = count_params(cfg)
-    attention = sum(p.layer[k] for k in ("q_proj", "k_proj", "v_proj", "o_proj"))
-    ffn = sum(p.layer[k] for k in ("gate_proj", "up_proj", "down_proj"))
-    assert (attention, ffn) == (41_943_040, 176_160_768)
-    assert ffn / (attention + ffn) == pytest.approx(0.8077, abs=1e-4)
-    # Still within the page's "2/3 to 3/4 of a layer" only for the 11008 example, not here.
-    assert ffn / p.per_layer > 0.75
+@pytest.mark.parametrize("name, attention, ffn, share", [
+    # d=4096, d_ff=11008, 32 heads of 128, 8 KV heads: ~42M + ~135M = ~177M, FFN ~76%.
+    ("page-001-example", 41_943_040, 135_266_304, 0.7633),
+    # The page labels its example Llama 3 8B, whose d_ff is 14336, not 11008.
+    ("meta-llama-3-8b", 41_943_040, 176_160_768, 0.8077),
+])
+def test_c15_layer_split(name, attention, ffn, share):
+    p = count_params(resolve_model(name).config)
+    assert sum(p.layer[k] for k in ("q_proj", "k_proj", "v_proj", "o_proj")) == attention
+    assert sum(p.layer[k] for k in ("gate_proj", "up_proj", "down_proj")) == ffn
+    assert ffn / (attention + ffn) == pytest.approx(share, abs=1e-4)
+    assert ffn / p.per_layer > 0.75  # past the page's "2/3 to 3/4 of a layer", norms included
 
 
 def test_c23_page_attention_figure_and_the_honest_split_for_meta_llama_3_8b():
