@@ -405,12 +405,10 @@ def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_directi
     rule = c16_rule("swiglu")  # boundary −1 on the claimed (negative) side
     rng = np.random.default_rng(59)
     reps, n, bias = 2000, 8, 0.6
-    t = float(sps.t.ppf(0.975, n - 1))
     before = after = 0
     for _ in range(reps):
         x = rng.normal(-1.2, 0.57, n) + bias
-        m, se = float(x.mean()), float(x.std(ddof=1) / np.sqrt(n))
-        est = Estimate(m, m - t * se, m + t * se, n, float(x.std(ddof=1)))
+        est = t_estimate(float(x.mean()), float(x.std(ddof=1)), n)
         before += decide(rule, est, fair_arms=True, explain=False).verdict == NOT_REPRODUCED
         after += decide(rule, est, fair_arms=True, explain=False,
                         bias=bias).verdict == NOT_REPRODUCED
