@@ -75,7 +75,6 @@ def test_train_out_is_an_existing_file(tmp_path, one_line_exit_2):
     (["train", "extra-argument"], "extra-argument"),
     (["suite", "attention"], "attention"),
     (["suite", "ffn", "--tiny", "--quick"], "--tiny"),
-    (["report", "--lang", "fr"], "fr"),
     (["no-such-command"], "no-such-command"),
 ])
 def test_usage_errors(one_line_exit_2, argv, needle):
