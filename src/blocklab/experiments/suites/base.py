@@ -143,8 +143,9 @@ Executor = Callable[[list[RunSpec], ResultSink, bool], dict[str, str] | None]
 class SuiteIncomplete(RuntimeError):
     """Some runs have no stored result, so it was not summarised; `missing`: (label, error)."""
 
-    def __init__(self, suite: str, size: str, missing: list[tuple[str, str]],
+    def __init__(self, suite: str, size: str, absent: Sequence[RunSpec], failed: dict[str, str],
                  total: int) -> None:
+        missing = [(s.label, failed.get(s.run_id, "no result was stored")) for s in absent]
         self.suite, self.size, self.missing, self.total = suite, size, missing, total
         runs = "; ".join(f"{label} ({error})" for label, error in missing)
         super().__init__(f"suite {suite} ({size}): {len(missing)} of {total} runs have no "
@@ -346,9 +347,8 @@ def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: 
     again = plan_suite(planned.suite, planned.options, out_dir, planned.planned_rules or None)
     attempted = {spec.run_id for spec in planned.missing}
     if again.stage == "tune" and any(spec.run_id in attempted for spec in again.missing):
-        raise SuiteIncomplete(planned.suite.name, planned.options.size, [
-            (spec.label, failed.get(spec.run_id, "no result was stored"))
-            for spec in again.missing], len(again.specs))
+        raise SuiteIncomplete(planned.suite.name, planned.options.size, again.missing, failed,
+                              len(again.specs))
     return dataclasses.replace(again, ran=planned.ran | attempted
                                | {spec.run_id for spec in planned.early})
 
@@ -361,9 +361,7 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     absent = [spec for spec in specs if not store.has(spec.run_id)
               or (spec.run_id in stale and stale_reasons([spec], store))]
     if absent:
-        raise SuiteIncomplete(suite.name, size, [
-            (spec.label, failed.get(spec.run_id, "no result was stored")) for spec in absent],
-            len(specs))
+        raise SuiteIncomplete(suite.name, size, absent, failed, len(specs))
     results = [(spec, store.load(spec.run_id)) for spec in specs]
     summary = suite.summarise(planned.options.with_seeds(planned.seeds),
                               [*planned.tuned, *results])

@@ -267,8 +267,7 @@ def _gradient_probe(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeReco
     deepest = max(depths)
 
     def runs(depth: int) -> list[ProbeRecord]:
-        found = [probes.get((placement, init, depth, s)) for s in seeds]
-        return [r for r in found if r is not None]
+        return [r for s in seeds if (r := probes.get((placement, init, depth, s))) is not None]
 
     def at(index: int, depth: int) -> float | None:
         usable = [v for r in runs(depth) if (v := r.down_proj_grad[index]) is not None
@@ -282,9 +281,8 @@ def _gradient_probe(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeReco
     first = [at(0, d) for d in depths]
     per_seed_last, per_seed_first = [], []
     for seed in seeds:
-        found = [probes.get((placement, init, d, seed)) for d in depths]
-        rows = [r for r in found if r is not None]
-        if len(rows) == len(depths):
+        rows = [probes.get((placement, init, d, seed)) for d in depths]
+        if None not in rows:
             per_seed_last.append(loglog_slope(depths, [r.down_proj_grad[-1] for r in rows]))
             per_seed_first.append(loglog_slope(depths, [r.down_proj_grad[0] for r in rows]))
     return GradientProbe(

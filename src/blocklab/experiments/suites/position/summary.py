@@ -379,7 +379,6 @@ def summarise(options: RunOptions, results: Results) -> Summary:
             val_loss=final.val_loss if final is not None else None,
             unigram_entropy=final.unigram_entropy if final is not None else None,
             ms_per_step=run.train.ms_per_step))
-    # YaRN's ramp at the size's L and head_dim, with the paper's β and rescaled
     rotary_dim = config.model.d_model // config.model.n_heads
     paper, rescaled = (YarnRamp(*betas, list(yarn_ramp_pairs(L, rotary_dim, *betas)))
                        for betas in (YARN_PAPER_BETAS, yarn_betas(L)))
