@@ -53,38 +53,34 @@ def test_a_part_the_plan_did_not_list_has_no_rule():
 
 
 # --- the checks grade by exactly these rules ----------------------------------------------------
-def _store(root: Path, suite: str, data) -> None:
-    store_summary(root, suite, data, seeds=4)
-
-
 @pytest.fixture(scope="module")
 def fake_results(tmp_path_factory) -> Path:
-    """A quick-size summary of every suite, each with every arm, multiple and scheme the
-    suites plan, built from the other tests' fakes."""
+    """A quick-size summary of 4 seeds of every suite, each with every arm, multiple and
+    scheme the suites plan, built from the other tests' fakes."""
     root = tmp_path_factory.mktemp("results")
     rel = ci(-1.5, -2.0, -1.0, 5)
-    _store(root, "ffn", tf._ffn_data(rel, rel, rel))
+    store_summary(root, "ffn", tf._ffn_data(rel, rel, rel), 4)
     spread = {"gpt2": ci(0.5, 0.3, 0.7, 4), "xavier": ci(3.0, 2.5, 3.5, 4),
               "depth": ci(0.2, 0.1, 0.3, 4)}
     deep = td._data([td._effect(ci(4.8, 4.2, 5.3, 8))])
     main_grid = tpl._placement(0, tpl.HOLDS, spread)
-    _store(root, "placement", dataclasses.replace(
+    store_summary(root, "placement", dataclasses.replace(
         main_grid, stability=main_grid.stability + deep.stability,
-        stability_effects=main_grid.stability_effects + deep.stability_effects))
-    _store(root, "norm-cost", tn._norm_cost((0.9, 0.88, 0.92), equivalent=True))
+        stability_effects=main_grid.stability_effects + deep.stability_effects), 4)
+    store_summary(root, "norm-cost", tn._norm_cost((0.9, 0.88, 0.92), equivalent=True), 4)
     reads = {"2": 1.0, "4": 2.0, "8": 3.0, "16": 4.0}
     learned, sinusoidal = reg.c21_fair_arms("quick")
     arms = {**tp._c30_arms(), learned: tp._arm({m: 40.0 for m in reads}),
             sinusoidal: tp._arm({"2": 1.0, "4": 12.0, "8": 40.0, "16": 60.0}),
             "alibi": tp._arm(reads)}
-    _store(root, "position", tp._data(arms, cost=tp._cost()))
+    store_summary(root, "position", tp._data(arms, cost=tp._cost()), 4)
     iv = ci(5.0, 4.0, 6.0)
     swiglu = [SwigluQuant(scheme=s, ffn_error=iv, logits_error=iv, delta=iv,
                           error_vs_separate_pct=iv)
               for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",
                         "separate-per-tensor")]
-    _store(root, "quantize", dataclasses.replace(tq._data(1.8, 1.2), swiglu=swiglu))
-    _store(root, "width", tw._data())
+    store_summary(root, "quantize", dataclasses.replace(tq._data(1.8, 1.2), swiglu=swiglu), 4)
+    store_summary(root, "width", tw._data(), 4)
     return root
 
 
