@@ -78,13 +78,9 @@ def test_ffn_ratio_plain():
     assert "ffn-ratio" in codes(diagnose({**gpt2, "n_inner": 2 * 768}))
 
 
-def _post_norm_config(**extra):
-    return {"d_model": 64, "n_heads": 4, "n_layers": 24, "vocab_size": 100, "ffn": "gelu",
-            "norm": "layernorm", "placement": "post", "position": "learned", **extra}
-
-
 def test_post_norm_deep_without_warmup_read_from_the_json():
-    cfg = _post_norm_config()
+    cfg = {"d_model": 64, "n_heads": 4, "n_layers": 24, "vocab_size": 100, "ffn": "gelu",
+           "norm": "layernorm", "placement": "post", "position": "learned"}
     assert codes(diagnose(cfg, training=True), "error") == ["post-norm-warmup"]
     assert codes(diagnose(cfg), "error") == [] and "post-norm-warmup" in codes(diagnose(cfg))
     shallow = {**cfg, "n_layers": 12}

@@ -48,13 +48,6 @@ LAYOUTS = {
 }
 
 
-def _checkpoint(name, path):
-    model_type, keys, _ = LAYOUTS[name]
-    model = hf_model(model_type, num_hidden_layers=3, max_position_embeddings=64, **keys)
-    model.save_pretrained(path)
-    return model
-
-
 def _hf_windowed(model):
     """The layers a transformers model windows, read off its own config the way its attention
     reads it (every layer in Mistral when a window is set; `layer_types` in Qwen)."""
@@ -68,21 +61,23 @@ def _hf_windowed(model):
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
 def test_layout_loads_and_round_trips_as_transformers(name, tmp_path):
-    hf = _checkpoint(name, tmp_path / "hf")
-    assert _hf_windowed(hf) == LAYOUTS[name][2]  # the table above is transformers' reading
+    model_type, keys, windowed = LAYOUTS[name]
+    hf = hf_model(model_type, num_hidden_layers=3, max_position_embeddings=64, **keys)
+    hf.save_pretrained(tmp_path / "hf")
+    assert _hf_windowed(hf) == windowed  # the table above is transformers' reading
     ids = tiny_ids()
     expected = logits(hf, ids)
 
     ours = load_hf(tmp_path / "hf")
     cfg = ours.config
-    assert [i for i in range(cfg.n_layers) if cfg.attention_window(i)] == LAYOUTS[name][2]
+    assert [i for i in range(cfg.n_layers) if cfg.attention_window(i)] == windowed
     assert [layer.attention.sliding_window for layer in ours.layers] == [
-        WINDOW if i in LAYOUTS[name][2] else None for i in range(cfg.n_layers)]
+        WINDOW if i in windowed else None for i in range(cfg.n_layers)]
     assert_close(logits(ours, ids), expected, **PARITY)
 
     save_hf(ours, tmp_path / "back", model_type=hf.config.model_type)
     back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
-    assert _hf_windowed(back) == LAYOUTS[name][2]
+    assert _hf_windowed(back) == windowed
     assert_close(logits(back, ids), expected, **PARITY)
     assert load_hf(tmp_path / "back").config == cfg
 

@@ -124,10 +124,7 @@ def test_bad_tensors_and_missing_files_raise(tmp_path):
     message = str(err.value)  # the missing tensor and the unexpected one
     assert "model.layers.1.mlp.up_proj.weight" in message
     assert "model.layers.0.mlp.extra.weight" in message
-    hf.save_pretrained(tmp_path)
-    config = json.loads((tmp_path / "config.json").read_text())
-    config["intermediate_size"] = 80
-    (tmp_path / "config.json").write_text(json.dumps(config))
+    _edited_checkpoint(tmp_path, "llama", intermediate_size=80)
     with pytest.raises(ValueError, match="wrong shape.*mlp.gate_proj"):
         load_hf(tmp_path)
     (tmp_path / "model.safetensors").unlink()
@@ -137,7 +134,7 @@ def test_bad_tensors_and_missing_files_raise(tmp_path):
         load_hf(tmp_path / "nowhere")
     with pytest.raises(ValueError, match="layout='meta'"):
         load_hf(tmp_path, layout="meta")
-    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))
+    _edited_checkpoint(tmp_path, "llama", model_type="gpt2")
     with pytest.raises(ValueError, match="model_type='gpt2'"):
         load_hf(tmp_path)
 

@@ -31,10 +31,6 @@ class Linear(nn.Module):
         return x @ self.matrix.T
 
 
-def _rng(seed):
-    return np.random.default_rng(seed)
-
-
 def _linear_block(placement, a, b):
     return Block(Linear(torch.from_numpy(a)), Linear(torch.from_numpy(b)),
                  RMSNorm(D, eps=EPS).double(), RMSNorm(D, eps=EPS).double(), placement=placement)
@@ -48,7 +44,7 @@ def _block_jacobian(block, x):
 def test_block_jacobian_matches_reference(placement):
     # pre:  y = h + B N(h), h = x + A N(x);  post: y = N(h + B h), h = N(x + A x).
     # By the chain rule J = J(h; B) · J(x; A), each from residual_paths' closed form.
-    rng = _rng(0)
+    rng = np.random.default_rng(0)
     x, a, b = rng.normal(size=D), rng.normal(size=(D, D)), rng.normal(size=(D, D))
     first = residual_paths(x, a, EPS)
     second = residual_paths(first[placement], b, EPS)

@@ -33,10 +33,6 @@ FORMULAS = {
 }
 
 
-def _n_params(module):
-    return sum(p.numel() for p in module.parameters())
-
-
 # --- activations -----------------------------------------------------------------------------
 def test_activations_cover_every_ffn_and_match_formulas():
     assert set(ACTIVATIONS) == {act for _, act in FFNS.values()}
@@ -59,7 +55,7 @@ def test_every_kind_shape_and_parameter_count(kind, bias):
             expected = 3 * d * m + ((2 * m + d) if bias else 0)
         else:
             expected = 2 * d * m + ((m + d) if bias else 0)
-        assert _n_params(ffn) == expected
+        assert sum(p.numel() for p in ffn.parameters()) == expected
 
 
 @pytest.mark.parametrize("kind", sorted(FFNS))

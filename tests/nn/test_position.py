@@ -33,11 +33,6 @@ from .conftest import EXACT, hf_llama_config, randn
 LAYOUTS = ["half_split", "interleaved"]
 
 
-def _hf_rotary(head_dim, theta, scaling, max_position_embeddings):
-    config = hf_llama_config(head_dim, theta, scaling, max_position_embeddings)
-    return modeling_llama.LlamaRotaryEmbedding(config)
-
-
 # --- Hugging Face parity -------------------------------------------------------------------
 @pytest.mark.parametrize("batched_positions", [False, True])
 def test_apply_rotary_half_split_matches_hf_apply_rotary_pos_emb(batched_positions):
@@ -69,7 +64,7 @@ HF_MODULE_CASES = {
 def test_rotary_embedding_cos_sin_match_hf_llama(case):
     scaling, max_pos = HF_MODULE_CASES[case]
     head_dim, theta = 32, 10000.0
-    hf = _hf_rotary(head_dim, theta, scaling, max_pos)
+    hf = modeling_llama.LlamaRotaryEmbedding(hf_llama_config(head_dim, theta, scaling, max_pos))
     ours = RotaryEmbedding(head_dim, theta=theta, scaling=scaling or None, max_seq_len=max_pos)
     positions = torch.tensor([[0, 1, 2, 50, 63], [7, 100, 200, max_pos - 1, 3]])
     x = torch.zeros(1, dtype=torch.float32)
