@@ -322,13 +322,10 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                     for _ in range(count):
                         call()
                     seconds[name][key].append((time.perf_counter() - tick) / count)
-    records = {}
-    for name in impls:
-        kept = saved.get(name, {})
-        records[name] = ImplTimes(
-            compile_s=compile_s.get(name), error=errors.get(name), bytes=kept.get("bytes"),
-            extra_bytes=kept.get("extra_bytes"), tensors=kept.get("tensors"),
-            fwd_s=seconds[name].get("fwd"), fwdbwd_s=seconds[name].get("fwdbwd"))
+    records = {name: ImplTimes(compile_s=compile_s.get(name), error=errors.get(name),
+                               fwd_s=seconds[name].get("fwd"),
+                               fwdbwd_s=seconds[name].get("fwdbwd"), **saved.get(name, {}))
+               for name in impls}
     return KernelTimes(kind="kernels", d=d, rows=rows, threads=threads, repeats=repeats,
                        inner=inner, impls=records, inductor_warmup_s=inductor_warmup_s)
 
