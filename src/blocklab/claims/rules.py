@@ -420,9 +420,7 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
                         None, None)
     df = n - 1
     se_lo, se_hi = _ses(e, n)
-    sd = e.sd
-    if sd is None:
-        sd = (se_lo + se_hi) / 2 * math.sqrt(n)
+    sd = e.sd if e.sd is not None else (se_lo + se_hi) / 2 * math.sqrt(n)
     ci = _rescaled(e.value, se_lo, se_hi, df, 1 - alpha)  # two-sided readings
     tost = _rescaled(e.value, se_lo, se_hi, df, 1 - 2 * alpha)  # two one-sided tests
     # (p, verdict, reason, the interval it reads)
@@ -664,13 +662,12 @@ def boundary_distance(rule: Rule, value: float) -> float:
 def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int,
              explain: bool = True, share: float | None = None) -> Decision:
     """A part after Holm's procedure stopped: inconclusive, with what alone it would be."""
-    n, sd = est.n, est.sd
-    if sd is None and est.resolved and n >= 2:
-        sd = Estimate.from_interval(est.value, est.ci_low, est.ci_high, n).sd
+    sd = est.sd if est.sd is not None else Estimate.from_interval(
+        est.value, est.ci_low, est.ci_high, est.n).sd
     distance = boundary_distance(rule, est.value)
     return _inconclusive(f"Holm's step-down stopped at test {at}, which was not decided "
                          f"(alone this part would be {found.verdict})", found.p_value, level,
-                         found.boundary, sd or 0.0, n, distance, rule.min_seeds,
+                         found.boundary, sd or 0.0, est.n, distance, rule.min_seeds,
                          found.interval, explain, None if share is None else (rule, share))
 
 
