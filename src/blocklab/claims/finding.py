@@ -19,6 +19,7 @@ from blocklab.claims.text import VERDICTS, WORDING, Template, both, say
 from blocklab.errors import InputError
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite, load_summary
+from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.summaries import Interval, Summary, incomplete, stored_keys
 
 # The sentences every check shares, (English, Chinese), filled by `say`.
@@ -67,11 +68,8 @@ def untested_part(name: str, rule: Rule, value: float | None, verdict: str, reas
 
 def ci_n_text(stats: Interval, digits: int, unit: str = "") -> str:
     """'+m<unit> [+lo, +hi] (n=k)', '+m<unit> (n=k)' without an interval, or '—'."""
-    if stats.mean is None:
-        return "—"
-    ci = (f" [{stats.ci_low:+.{digits}f}, {stats.ci_high:+.{digits}f}]" if stats.resolved
-          else "")
-    return f"{stats.mean:+.{digits}f}{unit}{ci} (n={stats.n})"
+    text = format_ci(stats, digits, unit)
+    return f"{text} (n={stats.n})" if stats.resolved else text
 
 
 TREND_ZH = {"grows": "增大", "shrinks": "缩小", "shows no resolved trend": "无可分辨的趋势"}
@@ -178,9 +176,9 @@ class Context:
         would-be contradiction), None when there is none or its runs are gone."""
         key = f"{suite}+x2"
         if key not in self._cache:
-            found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset,
-                                 precision=self.precision_of(suite), longer=True)
-            self._cache[key] = found
+            self._cache[key] = load_summary(self.results, suite, self.size,
+                                            seed_offset=self.seed_offset,
+                                            precision=self.precision_of(suite), longer=True)
         return self._cache[key]
 
     def precision_of(self, suite: str) -> str:
