@@ -10,6 +10,7 @@ max_position_embeddings; page 001 warns past 8× even with scaling), `rope-base`
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 from dataclasses import asdict, dataclass, field
@@ -304,14 +305,10 @@ def _q_width(cfg: ModelConfig) -> list[Finding]:
 
 
 def _layer_ranges(layers: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0–2, 5"."""
-    parts, start = [], None
-    for i, layer in enumerate(layers):
-        start = layer if start is None else start
-        if i + 1 == len(layers) or layers[i + 1] != layer + 1:
-            parts.append(str(start) if start == layer else f"{start}–{layer}")
-            start = None
-    return ", ".join(parts)
+    """[0, 1, 2, 5] -> "0–2, 5": runs of consecutive layers share layer − index."""
+    runs = [[layer for _, layer in run]
+            for _, run in itertools.groupby(enumerate(layers), lambda pair: pair[1] - pair[0])]
+    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
 
 
 def _attention_layout(cfg: ModelConfig, raw: dict[str, Any], length: int) -> list[Finding]:

@@ -100,7 +100,6 @@ def causal_pairs(seq_len: int) -> int:
 
 
 def _check(name: str, value: int) -> int:
-    """A size a Python caller passed: a positive int, else a one-line InputError."""
     if not is_int(value):
         raise InputError(f"{name} must be a positive integer, got {value!r}")
     return value

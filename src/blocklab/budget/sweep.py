@@ -4,9 +4,6 @@ The other three stay at the page's values (d=512, m=2048, B=2, T=1024). Each row
 bias-free plain and gated FFN at the same width m, the matrix parameters (2·d·m and 3·d·m) and the
 intermediate activation elements (one [B, T, m] branch plain, two gated), all from
 `blocklab.reference.ffn_budget`. Parameters move with d and m only; activations with B, T and m.
-
-`plot_sweep` draws a 2×2 figure, one panel per varied quantity (log-log axes), with matplotlib
-imported only there (Agg canvas, no pyplot state) and the file written atomically.
 """
 
 from __future__ import annotations
@@ -72,7 +69,8 @@ def draw_sweep(axes, rows: list[dict]) -> None:
 
 
 def plot_sweep(rows: list[dict], path: str | os.PathLike) -> Path:
-    """Save a 2×2 figure of `rows` to `path` (format from its suffix), atomically."""
+    """Save a 2×2 figure of `rows` to `path` (format from its suffix), atomically; matplotlib is
+    imported only here (Agg canvas, no pyplot state)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

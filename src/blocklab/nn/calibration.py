@@ -11,6 +11,7 @@ and `fastest` returns the `default` each caller names.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -51,11 +52,9 @@ def cache_dir() -> Path:
 def machine_key() -> str:
     """16 hex digits naming this CPU (model name and flags) and torch version."""
     lines = []
-    try:
+    with contextlib.suppress(OSError):
         lines = [line for line in Path("/proc/cpuinfo").read_text().splitlines()
                  if line.startswith(("model name", "flags"))][:2]
-    except OSError:
-        pass
     text = "\0".join([*lines, platform.machine(), platform.processor(), torch.__version__])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -131,7 +130,6 @@ def _read(path: Path) -> dict | None:
 
 
 def _write(path: Path, value: dict) -> None:
-    try:
+    # A read-only cache costs a measurement per process, never a wrong answer.
+    with contextlib.suppress(OSError):
         write_atomic(path, json.dumps(value, indent=1))
-    except OSError:
-        pass  # a read-only cache costs a measurement per process, never a wrong answer

@@ -4,9 +4,6 @@
     attention:  q, k --(apply_rotary with RotaryEmbedding's cos, sin)--> softmax(q k^T / sqrt(d)
                                                                                  + ALiBi bias)
 
-Only ``LearnedPositions`` has a length limit (its table cannot extrapolate); the RoPE cos/sin
-cache grows past its end.
-
 Shape legend:
     B: batch, H: heads, T: sequence length (T_q queries, T_k keys), head_dim: channels per head,
     r: rotary_dim (rotated channels, <= head_dim), d_model: model width.
