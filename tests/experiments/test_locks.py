@@ -220,7 +220,7 @@ def test_a_results_or_out_folder_that_is_a_file(tmp_path, one_line_exit_2, argv,
 
 
 def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkeypatch):
-    from blocklab.report.build import busy_timings
+    from blocklab.report.build import _stored_runs
 
     class Busy:
         def __enter__(self):
@@ -239,7 +239,7 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
              RunSpec("training", "a", 0, {"t": 2}, lambda progress: RunResult("ok"))]
     summary = run_suite(_suite(specs), RunOptions("tiny", range(1)), tmp_path, progress=False)
     assert any("kernel timing (40%)" in note for note in summary.notes), summary.notes
-    flagged = busy_timings(ResultStore(tmp_path / "fake" / "tiny"), summary.run_ids)
+    _, _, flagged = _stored_runs(ResultStore(tmp_path / "fake" / "tiny"), summary.run_ids, "")
     assert flagged == [{"label": "kernel timing", "others_cpu_share": 0.4}]
 
 

@@ -75,8 +75,7 @@ def collect(request: RunRequest, *, out: Path | str = "report",
                 raise ResultsError(reason)
             ids = summary.run_ids if summary else []
             store = ResultStore(suite_dir(results, suite, options))
-            runs, costs = _stored_runs(store, ids, command)
-            busy = busy_timings(store, ids)
+            runs, costs, busy = _stored_runs(store, ids, command)
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
             summary, runs, busy, costs, error = None, [], [], [], str(err)
         suites[name] = {
@@ -121,24 +120,6 @@ def briefs(row: ClaimResult) -> dict[str, dict[str, str]]:
     style = VERDICT_STYLES.get(row.verdict)
     found = {lang: brief(row, lang, style.symbol if style else "") for lang in LANGS}
     return {lang: {"statement": b.statement, "found": b.found} for lang, b in found.items()}
-
-
-def busy_timings(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]:
-    """{label, others_cpu_share} of each of `run_ids` in `store` timed while other processes
-    used the CPU (`experiments.locks.is_busy`)."""
-    from blocklab.experiments.locks import is_busy
-
-    out = []
-    for run_id in run_ids:
-        try:
-            result = store.load(run_id)
-        except FileNotFoundError:
-            continue
-        load = result.machine_load
-        if load is not None and is_busy(load):
-            label = result.run.label if result.run is not None else run_id
-            out.append({"label": label, "others_cpu_share": load["others_cpu_share"]})
-    return out
 
 
 _SUITE = re.compile(r"blocklab suite (\S+)")
@@ -247,22 +228,29 @@ def looks_seconds(parts: list[dict[str, Any]], workers: int) -> float:
 
 
 def _stored_runs(store: ResultStore, run_ids: list[str], command: str
-                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(curves, costs) of the runs a suite's summary was made from (a run that is gone: a
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(curves, costs, busy) of the runs a suite's summary was made from (a run that is gone: a
     ResultsError naming `command`, which redoes it). Curves: each training run's curves and
     per-layer gradient norms, labelled by its `run` record, sorted by (arm, seed). Costs: each
-    run's {arm, seed, wall_time_s, timed} (a timed run ran alone)."""
-    curves, costs = [], []
+    run's {arm, seed, wall_time_s, timed} (a timed run ran alone). Busy: {label,
+    others_cpu_share} of each run timed while other processes used the CPU
+    (`experiments.locks.is_busy`)."""
+    from blocklab.experiments.locks import is_busy
+
+    curves, costs, busy = [], [], []
     for run_id in run_ids:
         try:
             result = store.load(run_id)
         except FileNotFoundError:
             raise ResultsError(f"{store.path_for(run_id)}: a run of the stored summary is "
                                f"missing or unreadable; run `{command}` to redo it") from None
-        run, wall = result.run, result.wall_time_s
+        run, wall, load = result.run, result.wall_time_s, result.machine_load
         if isinstance(wall, int | float) and run is not None:
             costs.append({"arm": run.arm, "seed": run.seed, "wall_time_s": float(wall),
-                          "timed": result.machine_load is not None})
+                          "timed": load is not None})
+        if load is not None and is_busy(load):
+            busy.append({"label": run.label if run is not None else run_id,
+                         "others_cpu_share": load["others_cpu_share"]})
         logged = result.curves
         if logged is None:
             continue
@@ -282,7 +270,7 @@ def _stored_runs(store: ResultStore, run_ids: list[str], command: str
                                  "layer": logged.layer_grad_norms.layer},
         })
     curves.sort(key=lambda r: (r["arm"], r["seed"]))
-    return curves, costs
+    return curves, costs, busy
 
 
 def ladders(results: Path) -> dict[str, dict[str, Any]]:
