@@ -597,9 +597,8 @@ def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
         ax.axhline(a.ladder[0], color="grey", lw=0.8, ls=":")
         ax.axhline(a.ladder[-1], color="grey", lw=0.8, ls=":")
         ax.set_yscale("log", base=2)
-        ax.set_xticks(range(len(arms)))
-        ax.set_xticklabels([f"{a.placement}\n{'warmup' if a.warmup else 'no warmup'}"
-                            for a in arms], fontsize=8)
+        ax.set_xticks(range(len(arms)), [f"{a.placement}\n{'warmup' if a.warmup else 'no warmup'}"
+                                         for a in arms], fontsize=8)
         _label(ax, y="largest stable peak lr", title=f"L={arms[0].depth}, {arms[0].steps} "
                "steps: largest stable lr per seed (dotted: the ladder's ends)")
     return _png(fig)
@@ -829,16 +828,14 @@ def _deploy_figure(doc: dict[str, Any], phase: str, share: bool) -> bytes | None
             ax.stackplot(contexts, values, labels=[PART_LABELS[p] for p in parts],
                          colors=[PART_COLOURS[p] for p in parts], alpha=0.9)
             ax.set_ylim(0, 1)
-            ax.set_ylabel("share of FLOPs")
         else:
             for p in parts:
                 ax.plot(contexts, [r[phase][p] / 1e9 for r in rows], "o-", ms=3,
                         color=PART_COLOURS[p], label=PART_LABELS[p])
             ax.set_yscale("log")
-            ax.set_ylabel("GFLOPs per token")
         ax.set_xscale("log", base=2)
-        _label(ax, "context length (tokens)")
-        ax.set_title(name, fontsize=10)
+        _label(ax, "context length (tokens)", "share of FLOPs" if share else "GFLOPs per token",
+               name)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8)
     return _png(fig)
@@ -935,10 +932,9 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
         ax.axhline(1.0, color="grey", lw=1)
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
-        ax.grid(True, alpha=0.3)
     _label(axes[0, 0], y="speed-up over float32 (dashed: bound)",
-           title=f"prefill of {seq} tokens", grid=None)
-    _label(axes[0, 1], title=f"decode, one token after {data.decode_context}", grid=None)
+           title=f"prefill of {seq} tokens")
+    _label(axes[0, 1], title=f"decode, one token after {data.decode_context}")
     return _png(fig)
 
 
@@ -1110,10 +1106,8 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
     right_ax.set_ylim(-0.6, 0.6)
     right_ax.set_yticks([0], [_looks_text(part)], fontsize=7)
     right_ax.tick_params(axis="y", length=0)
-    for spine in ("top", "right", "left"):
-        ax.spines[spine].set_visible(False)
-        right_ax.spines[spine].set_visible(False)
-    right_ax.spines["bottom"].set_visible(False)
+    ax.spines[["top", "right", "left"]].set_visible(False)
+    right_ax.spines[:].set_visible(False)
 
 
 # (word in a rule's metric, the unit it names), the first found deciding: "log2(stable lr),

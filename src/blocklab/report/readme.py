@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 from blocklab.claims import ClaimResult, Context, run_claims
@@ -122,7 +123,7 @@ def machines_of(results: Path, size: str) -> list[str]:
     most runs first."""
     from blocklab.experiments.provenance import Machine, machine_name
 
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for path in sorted(results.glob(f"*/{size}/*.json")):
         if not re.fullmatch(r"[0-9a-f]{12}\.json", path.name):
             continue  # summaries and records beside the runs
@@ -132,9 +133,8 @@ def machines_of(results: Path, size: str) -> list[str]:
             continue
         found = Machine.from_dict((stored.get("provenance") or {}).get("machine"))
         if found is not None:
-            name = f"{machine_name(found)}, {found.cores} CPUs"
-            counts[name] = counts.get(name, 0) + 1
-    return sorted(counts, key=lambda name: -counts[name])
+            counts[f"{machine_name(found)}, {found.cores} CPUs"] += 1
+    return [name for name, _ in counts.most_common()]
 
 
 def _check_args(args: argparse.Namespace) -> RunRequest:
