@@ -25,7 +25,7 @@ from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.suites import SUITE_MODULES
-from blocklab.jsonio import write_atomic
+from blocklab.jsonio import json_safe, write_atomic
 from blocklab.report.findings import findings
 from blocklab.report.palette import VERDICT_STYLES
 
@@ -51,7 +51,6 @@ def collect(request: RunRequest, *, out: Path | str = "report",
     from blocklab.budget.sweep import PAGE_BASE, sweep
     from blocklab.claims import Context, run_claims
     from blocklab.experiments.env import usable_cores
-    from blocklab.experiments.results import json_safe
     from blocklab.experiments.suites import get_suite, load_summary
     from blocklab.experiments.suites.base import suite_dir
     from blocklab.experiments.summaries import incomplete, size_note
@@ -361,7 +360,6 @@ def _deployment() -> dict[str, Any]:
 def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
     """Render `doc` and write `out/index.html` and `out/report.json` (strict JSON: non-finite
     floats as null), each atomically."""
-    from blocklab.jsonio import json_safe
     from blocklab.report.figures import make_figures
     from blocklab.report.html import render_html
 

@@ -801,8 +801,7 @@ def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
             if bad:  # NaN/inf: drawn on the top edge
                 ax.plot(bad, [0.97] * len(bad), "x", ms=8, color=colour,
                         transform=ax.get_xaxis_transform(), label=f"{dtype}: NaN/inf")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax.set(xscale="log", yscale="log")
         _label(ax, "shift s of both positions", "max |score(m,n) − score(m+s,n+s)|", title,
                legend=7)
     if dtypes == ["float64"]:
