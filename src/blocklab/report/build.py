@@ -51,13 +51,14 @@ def collect(request: RunRequest, *, out: Path | str = "report",
     from blocklab.budget.sweep import PAGE_BASE, sweep
     from blocklab.claims import Context, run_claims
     from blocklab.experiments.env import usable_cores
-    from blocklab.experiments.suites import get_suite, load_summary
+    from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import suite_dir
-    from blocklab.experiments.summaries import incomplete, size_note
+    from blocklab.experiments.summaries import size_note
     from blocklab.verify import rope_gap_by_shift
 
     results, size = request.results, request.size
-    rows = run_claims(None, Context(request))
+    context = Context(request)
+    rows = run_claims(None, context)
     ledger = [{**row.to_dict(), "brief": briefs(row)} for row in rows]
     suites = {}
     for name in SUITES:
@@ -66,12 +67,10 @@ def collect(request: RunRequest, *, out: Path | str = "report",
         options = request.options(suite)
         command = options.command(name, results)
         try:
-            summary = load_summary(results, name, size, seed_offset=request.seed_offset,
-                                   precision=options.precision)
-            # the ledger's rule too: a summary whose runs are gone is not shown, and says why
-            reason = incomplete(results, summary, options.precision) if summary else None
-            if reason:
-                raise ResultsError(reason)
+            # as the ledger read it: a summary whose runs are gone is not shown, and says why
+            summary = context.summary(name)
+            if name in context.unusable:
+                raise ResultsError(context.unusable[name])
             ids = summary.run_ids if summary else []
             store = ResultStore(suite_dir(results, suite, options))
             runs, costs, busy = _stored_runs(store, ids, command)
