@@ -2,7 +2,7 @@
 disk, reused, overridable."""
 
 import json
-import time
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,17 +11,27 @@ from blocklab.errors import InputError
 from blocklab.nn import calibration
 
 
-def _slow(seconds):
-    return lambda: time.sleep(seconds)
+@pytest.fixture
+def slow(monkeypatch):
+    """A candidate that takes `seconds` on the clock calibration reads (a fake one: a real
+    sleep's margin is lost on a loaded machine)."""
+    now = [0.0]
+    monkeypatch.setattr(calibration, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+
+    def taking(seconds):
+        def run():
+            now[0] += seconds
+        return run
+    return taking
 
 
 def _never():
     raise AssertionError("a kept answer must not be measured again")
 
 
-def test_the_faster_candidate_wins_and_is_kept_on_disk(measuring):
+def test_the_faster_candidate_wins_and_is_kept_on_disk(measuring, slow):
     key = {"shape": [2, 3]}
-    assert calibration.fastest("op", key, {"slow": _slow(0.004), "quick": _slow(0)},
+    assert calibration.fastest("op", key, {"slow": slow(0.004), "quick": slow(0)},
                                default="slow") == "quick"
     [stored] = (measuring / "calibration" / calibration.machine_key()).glob("op-*.json")
     record = json.loads(stored.read_text())
@@ -52,28 +62,28 @@ def test_measuring_leaves_the_global_random_stream_where_it_was(measuring):
     assert torch.equal(torch.randn(5), expected)
 
 
-def test_another_shape_or_another_machine_is_measured_anew(measuring, monkeypatch):
-    calibration.fastest("op", {"n": 1}, {"a": _slow(0.003), "b": _slow(0)}, default="a")
-    assert calibration.fastest("op", {"n": 2}, {"a": _slow(0), "b": _slow(0.003)},
+def test_another_shape_or_another_machine_is_measured_anew(measuring, monkeypatch, slow):
+    calibration.fastest("op", {"n": 1}, {"a": slow(0.003), "b": slow(0)}, default="a")
+    assert calibration.fastest("op", {"n": 2}, {"a": slow(0), "b": slow(0.003)},
                                default="a") == "a"
     calibration._MEMO.clear()
     monkeypatch.setattr(calibration, "machine_key", lambda: "another-cpu")
-    assert calibration.fastest("op", {"n": 1}, {"a": _slow(0), "b": _slow(0.003)},
+    assert calibration.fastest("op", {"n": 1}, {"a": slow(0), "b": slow(0.003)},
                                default="b") == "a"
 
 
-def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(measuring):
+def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(measuring, slow):
     key = {"n": 3}
     folder = measuring / "calibration" / calibration.machine_key()
     folder.mkdir(parents=True)
     path = folder / f"{calibration.question('op', key)}.json"
     path.write_text("{not json")
-    assert calibration.fastest("op", key, {"a": _slow(0.003), "b": _slow(0)},
+    assert calibration.fastest("op", key, {"a": slow(0.003), "b": slow(0)},
                                default="a") == "b"
     assert json.loads(path.read_text())["fastest"] == "b"
     # a file that measured other candidates does not answer for these
     calibration._MEMO.clear()
-    assert calibration.fastest("op", key, {"a": _slow(0.003), "c": _slow(0)},
+    assert calibration.fastest("op", key, {"a": slow(0.003), "c": slow(0)},
                                default="a") == "c"
 
 
