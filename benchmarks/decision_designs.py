@@ -1,7 +1,7 @@
 """Sequential designs chosen by simulation: every experimental claim's seeded parts run look by
 look through `decide_parts` under each spending function, three distributions of the per-seed
 differences and five true effects; the tables, and the design the registered criterion picks
-for each claim (`blocklab.claims.designs`, whose docstring states the criterion and the
+for each claim (`benchmarks/design_simulation.py`, whose docstring states the criterion and the
 simulation).
 
     python benchmarks/decision_designs.py [--reps 4000] [--out docs/designs.md] [--seed S]
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from blocklab.claims import designs as D
+import design_simulation as D
 
 
 def _pct(p: float) -> str:
@@ -39,7 +39,7 @@ def markdown(sims: list[D.ClaimSimulation], command: str, reps: int, seed: int, 
         "",
         f"Command: `{command}` (seed {seed}, size {size}, {reps} replicates per claim × design"
         f" × distribution × scenario; {seconds / 60:.0f} min). Made by "
-        "`benchmarks/decision_designs.py` from `blocklab.claims.designs`, whose docstring "
+        "`benchmarks/decision_designs.py` from `benchmarks/design_simulation.py`, whose docstring "
         "registers the simulation and the criterion below; these tables were computed after "
         "it was written.",
         "",

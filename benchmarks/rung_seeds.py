@@ -15,15 +15,16 @@ registered rules with Holm across them, and fits the trend across the rungs
     obf a–b     for reference, two longer sequential designs on the same rule (looks from a
                 to b seeds in blocks of ⌈a/2⌉, O'Brien–Fleming)
 
-How each rung is simulated: the machinery of `blocklab.claims.designs` (its `model_of`,
-`noise`, `EstimatesByLook`, `wrong`), with the three parts run look by look through
-`rules.decide_parts` (Holm across the parts, fair arms, no 2× longer run) exactly as
-`designs.run_design` runs them (asserted against it for the registered design and for one look
-at 10 seeds), but per part. Per-seed differences are normal, sd = the quick size's measured
-sd of each gap to ReLU (SD, in points of %), correlated 0.5 between the parts through the
-shared ReLU arm (`designs.SHARED_CONTROL`). A part still undecided at a look gets its arm and
-ReLU trained up to the next look's seeds, so a rung trains ReLU on its largest n and each gated
-arm on its own n. The same draws (16 seeds a rung) serve every design and every scenario.
+How each rung is simulated: the machinery of `benchmarks/design_simulation.py` (its
+`model_of`, `noise`, `EstimatesByLook`, `wrong`), with the three parts run look by look
+through `rules.decide_parts` (Holm across the parts, fair arms, no 2× longer run) exactly as
+`design_simulation.run_design` runs them (asserted against it for the registered design and
+for one look at 10 seeds), but per part. Per-seed differences are normal, sd = the quick
+size's measured sd of each gap to ReLU (SD, in points of %), correlated 0.5 between the parts
+through the shared ReLU arm (`design_simulation.SHARED_CONTROL`). A part still undecided at a
+look gets its arm and ReLU trained up to the next look's seeds, so a rung trains ReLU on its
+largest n and each gated arm on its own n. The same draws (16 seeds a rung) serve every
+design and every scenario.
 
 Scenarios of the true per-rung effects (SwiGLU / GeGLU / GLU, % of ReLU's loss):
     (a) measured  the earlier 4×-ladder's shape: the quick rung at its quick means
@@ -65,7 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
-from blocklab.claims import designs as D
+import design_simulation as D
 from blocklab.claims.registry import registered
 from blocklab.claims.rules import (
     ALPHA,
@@ -177,9 +178,9 @@ def scenarios(rules: tuple[Rule, ...]) -> dict[str, tuple[tuple[float, ...], ...
 
 def run_rung(model: D.ClaimModel, rules: tuple[Rule, ...], estimates: D.EstimatesByLook,
              truths: tuple[float, ...]) -> RungRuns:
-    """`designs.run_design`'s loop (each part its own estimate, as C16's are), kept per part:
-    every part read at every look with Holm across them, an undecided part moved to its next
-    look, until no undecided part has one."""
+    """`design_simulation.run_design`'s loop (each part its own estimate, as C16's are), kept
+    per part: every part read at every look with Holm across them, an undecided part moved to
+    its next look, until no undecided part has one."""
     reps = estimates.data.shape[0]
     m = len(rules)
     out = RungRuns(np.zeros((reps, m), bool), np.zeros(reps, bool), np.zeros((reps, m), int))
@@ -395,15 +396,15 @@ def markdown(model: D.ClaimModel, designs: list[Design], rows: dict[str, list[Ro
         "## The simulation",
         "",
         "Per rung, the three parts run look by look through `rules.decide_parts` exactly as "
-        "`blocklab.claims.designs.run_design` runs them (the script asserts that its per-part "
+        "`design_simulation.run_design` runs them (the script asserts that its per-part "
         "loop gives `run_design`'s decided parts, seeds and wrong decisions on the same draws),"
         " reusing that module's noise, estimates and definition of a wrong decision. Per-seed "
         "gaps are normal with the quick size's measured sds, "
         + ", ".join(f"{nm} {s:g}" for nm, s in zip(names, model.scale, strict=True))
         + f" points, correlated {model.rho:g} between the parts through the shared ReLU arm "
-        "(`designs.SHARED_CONTROL`); decisions read with fair arms and no 2× longer run. A "
-        "part still undecided at a look gets its arm and ReLU trained up to the next look, so "
-        "a rung's runs are ReLU's largest n plus each gated arm's own n.",
+        "(`design_simulation.SHARED_CONTROL`); decisions read with fair arms and no 2× longer "
+        "run. A part still undecided at a look gets its arm and ReLU trained up to the next "
+        "look, so a rung's runs are ReLU's largest n plus each gated arm's own n.",
         "",
         "Designs: **registered**: C16's registered rule, "
         f"`registered(\"C16\", \"quick\")`: {reg.design.rules[0].spending} spending, looks at "

@@ -1,5 +1,5 @@
 """Spending functions besides O'Brien–Fleming, the rules that name them, and the simulation
-that chooses among them (`blocklab.claims.designs`)."""
+that chooses among them (`benchmarks/design_simulation.py`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+import design_simulation as D
 from blocklab import stats
-from blocklab.claims import designs as D
 from blocklab.claims.rules import (
     ALPHA,
     CONFIRMED,

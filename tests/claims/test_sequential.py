@@ -12,7 +12,6 @@ import pytest
 
 from blocklab import stats
 from blocklab.claims.catalogue import planned_hash, suite_rules
-from blocklab.claims.designs import EstimatesByLook
 from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.rules import (
@@ -27,6 +26,7 @@ from blocklab.claims.rules import (
 from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks
 from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites import load_summary, run_suites
+from design_simulation import EstimatesByLook
 
 RULE = Rule("m", 0.5, 0.25, 5, -1.5, max_seeds=10)
 
