@@ -115,14 +115,6 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     assert row.evidence["seeds"] == 10 and "d=64" in row.summary
 
 
-def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
-    from blocklab.claims.ffn import C16_MIN_SEEDS
-    from blocklab.experiments.suites import get_suite
-
-    seeds = get_suite("ffn").default_seeds
-    assert seeds["quick"] >= C16_MIN_SEEDS and seeds["full"] >= C16_MIN_SEEDS
-
-
 @pytest.mark.parametrize(("change", "word"), [
     (ci(-2.0, -3.0, -1.0, 5), "grows"), (ci(2.0, 1.0, 3.0, 5), "shrinks"),
     (ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),

@@ -39,7 +39,7 @@ def test_every_registered_rule_is_a_rule_with_seeds_to_spend(size):
             assert 1 <= rule.min_seeds <= top, (cid, name)
             assert rule.schedule[0] == rule.min_seeds and rule.schedule[-1] == top
             if size != "tiny" and rule.max_seeds is not None and planned is not None:
-                assert planned <= rule.max_seeds and rule.schedule[0] >= 3, (cid, name)
+                assert 3 <= rule.schedule[0] <= planned <= rule.max_seeds, (cid, name)
     # Parts that depend on what the suites run follow their plans.
     assert len(reg.registered("C21", "quick")) == 10
     assert "learned absolute (learned-16L) collapses at 2×" in reg.registered("C21", "quick")
@@ -95,7 +95,6 @@ def test_every_part_a_check_grades_has_the_registered_rule(fake_results):
         for part in row.parts:
             # ... each by the rule the registry lists, hash for hash, and shown with it.
             assert part.rule == planned[part.name], (row.id, part.name)
-            assert part.rule.hash == planned[part.name].hash
             shown = next(p for p in row.to_dict()["parts"] if p["name"] == part.name)
             assert shown["rule_hash"] == planned[part.name].hash
         assert any(p.estimate.n for p in row.parts), row.id
