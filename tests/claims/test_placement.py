@@ -96,6 +96,8 @@ STABLE_HOLDS = _stable(ci(0.0, -0.5, 0.5, 8), ci(2.0, 1.5, 2.5, 8))
 STABLE_FAILS = _stable(ci(-3.0, -3.5, -2.5, 8), ci(0.0, -0.3, 0.3, 8))
 STABLE_FEW = _stable(*[ci(0.0, -0.01, 0.01, 2)] * 2)
 UNTESTABLE = "untestable-here"
+SPREAD = {"gpt2": ci(0.5, 0.3, 0.7, 8), "xavier": ci(3.0, 2.5, 3.5, 8),
+          "depth": ci(0.2, 0.1, 0.3, 8)}
 
 
 @pytest.mark.parametrize(("pre_failures", "effect", "stable", "c19", "parts"), [
@@ -112,9 +114,7 @@ UNTESTABLE = "untestable-here"
     (0, FEW, STABLE_FEW, "inconclusive", ["inconclusive"] * 5 + [UNTESTABLE]),
 ])
 def test_placement_verdict_logic(tmp_path, pre_failures, effect, stable, c19, parts):
-    spread = {"gpt2": ci(0.5, 0.3, 0.7, 8), "xavier": ci(3.0, 2.5, 3.5, 8),
-              "depth": ci(0.2, 0.1, 0.3, 8)}
-    rows = graded(tmp_path, "placement", _placement(pre_failures, effect, spread, stable),
+    rows = graded(tmp_path, "placement", _placement(pre_failures, effect, SPREAD, stable),
                   "C12", "C13", "C19")
     assert rows["C13"].verdict == "run"
     assert rows["C13"].to_dict()["rule"]["min_seeds"] == 4
@@ -166,11 +166,9 @@ def test_c12_needs_the_spread_under_every_init(tmp_path, means, verdict):
 def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp_path, capsys):
     from blocklab.cli import main
 
-    spread = {"xavier": ci(3.0, 2.5, 3.5, 8), "gpt2": ci(0.5, 0.3, 0.7, 8),
-              "depth": ci(0.2, 0.1, 0.3, 8)}
     # bf16 placement results hold, float32 ones fail: `--precision bf16` grades the former
-    store_summary(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
-    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread, STABLE_HOLDS),
+    store_summary(tmp_path, "placement", _placement(0, FAILS, SPREAD, STABLE_FAILS))
+    store_summary(tmp_path, "placement", _placement(0, HOLDS, SPREAD, STABLE_HOLDS),
                   folder="quick+bf16")
     ctx = Context(RunRequest(tmp_path, "quick", precision="bf16"))
     (row,) = run_claims(["C19"], ctx)
