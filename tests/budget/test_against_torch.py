@@ -86,7 +86,7 @@ def _counted(model, ids, **kwargs):
             torch.no_grad():
         model(ids, **kwargs)
     per_module = {k: sum(v.values()) for k, v in counter.get_flop_counts().items()}
-    return counter.get_total_flops(), per_module
+    return counter.get_total_flops(), _parts(per_module, model.config.n_layers)
 
 
 def _parts(per_module, n_layers):
@@ -102,10 +102,9 @@ def _parts(per_module, n_layers):
 def test_prefill_flops_match_flop_counter(overrides):
     cfg, model = _model(overrides)
     ids = torch.randint(0, cfg.vocab_size, (B, T))
-    total, per_module = _counted(model, ids)
+    total, got = _counted(model, ids)
     ours = prefill_flops(cfg, B, T, causal=False)  # FlopCounterMode counts all T² pairs
     assert ours.total == total  # both count matmuls only, 2 FLOPs per multiply-add
-    got = _parts(per_module, cfg.n_layers)
     assert got == {k: getattr(ours, k) for k in got}
 
 
@@ -115,10 +114,9 @@ def test_decode_step_flops_match_flop_counter(name):
     cache = nn_mod.KVCache(cfg.n_layers)
     with torch.no_grad():
         model(torch.randint(0, cfg.vocab_size, (B, T - 1)), cache=cache)
-    total, per_module = _counted(model, torch.randint(0, cfg.vocab_size, (B, 1)), cache=cache)
+    total, got = _counted(model, torch.randint(0, cfg.vocab_size, (B, 1)), cache=cache)
     ours = decode_flops(cfg, B, T)  # one query attending T keys: T−1 cached and itself
     assert ours.total == total
-    got = _parts(per_module, cfg.n_layers)
     assert got == {k: getattr(ours, k) for k in got}
 
 

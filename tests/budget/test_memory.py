@@ -6,6 +6,7 @@ from blocklab.budget import count_params, model_budget, resolve_model
 from blocklab.budget.memory import (
     H100_SXM_BALANCE,
     activation_dtype,
+    decode_weight_params_read,
     ffn_branch_elements,
     intensity,
     kv_cache_bytes,
@@ -58,8 +59,6 @@ def test_decode_is_memory_bound_prefill_compute_bound():
 
 
 def test_decode_reads_tied_table_but_not_untied_one():
-    from blocklab.budget.memory import decode_weight_params_read
-
     untied = resolve_model("meta-llama-3-8b").config
     p = count_params(untied)
     assert decode_weight_params_read(untied, p) == p.total - p.model["embed_tokens"]

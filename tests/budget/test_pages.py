@@ -4,7 +4,7 @@ budget is the sweep's base row (test_sweep.py) of reference.ffn_budget's page co
 
 import pytest
 
-from blocklab.budget import count_params, model_budget, prefill_flops, resolve_model
+from blocklab.budget import count_params, decode_flops, model_budget, prefill_flops, resolve_model
 
 
 @pytest.mark.parametrize("name, attention, ffn, share", [
@@ -45,7 +45,5 @@ def test_c23_page_attention_figure_and_the_honest_split_for_meta_llama_3_8b():
 
 def test_c24_decode_attention_linear_ffn_constant():
     cfg = resolve_model("meta-llama-3-8b").config
-    from blocklab.budget import decode_flops
-
     short, long = decode_flops(cfg, 1, 1024), decode_flops(cfg, 1, 8192)
     assert long.attention_scores == 8 * short.attention_scores and long.ffn == short.ffn

@@ -11,15 +11,12 @@ from blocklab.nn.attention import Attention, KVCache, LayerCache, attention_mask
 from blocklab.nn.norm import RMSNorm
 from blocklab.nn.position import ALiBi, RotaryEmbedding
 
+from .conftest import F64, randn
+
 D, H, HKV, HD = 24, 4, 2, 8
-F64 = dict(atol=1e-12, rtol=1e-12)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def _gen(seed=0):
-    return torch.Generator().manual_seed(seed)
 
 
 def _attention(dtype=torch.float64, seed=0, qk_norm=False, **kwargs):
@@ -30,7 +27,7 @@ def _attention(dtype=torch.float64, seed=0, qk_norm=False, **kwargs):
                      kwargs.pop("out_bias", True), **kwargs).to(dtype)
     with torch.no_grad():  # biases start at zero; make them count
         for p in attn.parameters():
-            p.copy_(torch.randn(p.shape, generator=_gen(p.numel()), dtype=dtype) * 0.3)
+            p.copy_(randn(*p.shape, dtype=dtype, seed=p.numel()) * 0.3)
     return attn
 
 
@@ -86,14 +83,14 @@ VARIANTS = {
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_attention_matches_naive_loop_float64(name):
     attn = _attention(**VARIANTS[name])
-    x = torch.randn(2, 7, D, generator=_gen(1), dtype=torch.float64)
+    x = randn(2, 7, D, dtype=torch.float64, seed=1)
     assert_close(attn(x), _naive(attn, x), **F64)
 
 
 @pytest.mark.parametrize("softcap", [None, 2.0])
 def test_attention_with_rope_and_alibi_matches_naive(softcap):
     attn = _attention(logit_softcap=softcap)
-    x = torch.randn(1, 6, D, generator=_gen(2), dtype=torch.float64)
+    x = randn(1, 6, D, dtype=torch.float64, seed=2)
     positions = torch.arange(6)
     rope = RotaryEmbedding(HD)(positions)
     assert_close(attn(x, rope=rope), _naive(attn, x, rope=rope), **F64)
@@ -149,6 +146,6 @@ def test_packed_qkv_computes_the_same_function(n_kv_heads):
     for kind in ("weight", "bias"):
         state[f"qkv_proj.{kind}"] = torch.cat([state.pop(f"{p}_proj.{kind}") for p in "qkv"])
     fused.load_state_dict(state)
-    x = torch.randn(2, 5, D, generator=_gen(5), dtype=torch.float64)
+    x = randn(2, 5, D, dtype=torch.float64, seed=5)
     rope = RotaryEmbedding(HD)(torch.arange(5))
     assert_close(fused(x, rope=rope), plain(x, rope=rope), **F64)
