@@ -9,9 +9,13 @@ import json
 import os
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from blocklab.errors import CheckpointError, InputError
-from blocklab.interop.hf import load_hf
+from blocklab.interop.hf import load_hf, save_hf
+from blocklab.interop.hf_config import from_hf
+from blocklab.nn import DecoderLM
 
 from .conftest import LLAMA_HF, run_cli, write_json
 
@@ -40,7 +44,6 @@ def test_doctor_training_warmup_must_be_a_count_or_a_fraction(tmp_path, one_line
 
 # --- blocklab train ------------------------------------------------------------------------------
 def test_train_on_cuda_without_cuda(one_line_exit_2):
-    import torch
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     one_line_exit_2(["train", "--device", "cuda", "--steps", "1"], "'cuda'")
@@ -84,11 +87,6 @@ def test_usage_errors(one_line_exit_2, argv, needle):
 @pytest.fixture
 def checkpoint(tmp_path):
     """A small Llama checkpoint, as save_hf writes it."""
-    import torch
-
-    from blocklab.interop.hf import save_hf
-    from blocklab.interop.hf_config import from_hf
-    from blocklab.nn import DecoderLM
     torch.manual_seed(0)
     cfg = from_hf(LLAMA_HF)
     save_hf(DecoderLM(cfg), tmp_path / "ckpt")
@@ -132,8 +130,6 @@ def test_load_hf_dtype_must_be_a_floating_torch_dtype(checkpoint, dtype):
 @pytest.mark.parametrize("name,kind", [("model.embed_tokens.weight", "int32"),
                                        ("model.layers.0.self_attn.q_proj.weight", "int64")])
 def test_load_hf_integer_weights_are_refused(checkpoint, name, kind):
-    import torch
-    from safetensors.torch import load_file, save_file
     path = checkpoint / "model.safetensors"
     tensors = load_file(path)
     tensors[name] = tensors[name].to(getattr(torch, kind))

@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-import blocklab.cli.budget  # noqa: F401  (registers the command)
-from blocklab.budget import list_zoo
+from blocklab.budget import list_zoo, load_zoo
 from blocklab.cli import main
 
 FLOP_KEYS = {"total", "attention_proj", "attention_scores", "ffn", "lm_head", "ffn_share"}
@@ -59,8 +58,6 @@ def test_table_output(capsys, model, texts):
 
 
 def test_config_json_path(tmp_path, capsys):
-    from blocklab.budget import load_zoo
-
     (tmp_path / "config.json").write_text(json.dumps(load_zoo("bert-base-uncased").config))
     doc = run_json(capsys, str(tmp_path / "config.json"))
     assert doc["params"]["total"] == 109_482_240

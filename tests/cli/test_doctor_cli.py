@@ -2,7 +2,6 @@
 
 import json
 
-import blocklab.cli.doctor  # noqa: F401  (registers the command)
 from blocklab.budget import load_zoo
 from blocklab.cli import main
 

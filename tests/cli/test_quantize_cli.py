@@ -1,6 +1,12 @@
 import json
 
 import pytest
+import torch
+
+from blocklab.config import ModelConfig
+from blocklab.experiments.int8_measurements import checkpoint_layers
+from blocklab.interop.hf import save_hf
+from blocklab.nn import DecoderLM
 
 from ..conftest import run_cli
 
@@ -18,12 +24,6 @@ def test_json_labels_the_bound_and_the_estimate(capsys):
 
 
 def _checkpoint(folder, vocab_size=48):
-    import torch
-
-    from blocklab.config import ModelConfig
-    from blocklab.interop.hf import save_hf
-    from blocklab.nn import DecoderLM
-
     torch.manual_seed(0)
     cfg = ModelConfig(vocab_size=vocab_size, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2,
                       d_ff=64, ffn="swiglu", max_seq_len=64)
@@ -74,11 +74,6 @@ def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkey
 
 def test_a_checkpoint_is_timed_with_its_own_weights_and_nan_weights_are_flagged(
         capsys, tmp_path, monkeypatch):
-    import torch
-
-    from blocklab.experiments.int8_measurements import checkpoint_layers
-    from blocklab.interop.hf import save_hf
-
     model = _checkpoint(tmp_path)
     quantize = ["quantize", str(tmp_path), "--layers", "2", "--seq", "8", "--repeats", "2"]
     code, out, err = run_cli([*quantize, "--json"], capsys)
