@@ -238,9 +238,7 @@ class TrainConfig:
         return cls(**data)
 
     def replace(self, **changes: Any) -> TrainConfig:
-        data = self.to_dict()
-        data.update(changes)
-        return TrainConfig.from_dict(data)
+        return TrainConfig.from_dict({**self.to_dict(), **changes})
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:

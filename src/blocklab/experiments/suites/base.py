@@ -564,16 +564,12 @@ def interrupted(sink: CountingSink, where: str) -> Interrupted:
 def mean_ci(values: Sequence[float | None]) -> Interval:
     """Mean and 95% t-interval of the finite `values` (None bounds with fewer than two)."""
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]
-    n = len(xs)
-    if n == 0:
-        return Interval(0)
-    mean = sum(xs) / n
-    if n == 1:
-        return Interval(1, mean)
+    if len(xs) < 2:  # Interval(0), or one value's Interval(1, mean)
+        return Interval(len(xs), *xs)
     from blocklab.stats import paired_interval
 
     e = paired_interval(xs)  # t from scipy.stats
-    return Interval(n, e.value, e.ci_low, e.ci_high, e.sd)
+    return Interval(e.n, e.value, e.ci_low, e.ci_high, e.sd)
 
 
 def paired_difference(a: Sequence[float | None], b: Sequence[float | None]) -> Interval:

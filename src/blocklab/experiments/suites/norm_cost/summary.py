@@ -249,14 +249,12 @@ def count_compute(size: str) -> NormCompute:
 
     step = SIZES[size].step
     real = resolve_model(REAL_MODEL).config
-    counts = [count_norm(norm, d, e) for d, e in ((step.d_model, 4),
-                                                  (real.d_model, REAL_ELEMENT_BYTES))
-              for norm in NORM_NAMES]
+    widths = ((step.d_model, 4), (real.d_model, REAL_ELEMENT_BYTES))  # (d, element bytes)
+    counts = [count_norm(norm, d, e) for d, e in widths for norm in NORM_NAMES]
     by = {(c.norm, c.d, c.element_bytes): c for c in counts}
-    bytes_saving = {
-        f"d={d}/{e}B": saving_pct(by["rmsnorm", d, e].fwdbwd_bytes,
-                                  by["layernorm", d, e].fwdbwd_bytes)
-        for d, e in ((step.d_model, 4), (real.d_model, REAL_ELEMENT_BYTES))}
+    bytes_saving = {f"d={d}/{e}B": saving_pct(by["rmsnorm", d, e].fwdbwd_bytes,
+                                              by["layernorm", d, e].fwdbwd_bytes)
+                    for d, e in widths}
     rms, ln = counts[0], counts[1]
     suite_cfg = model_config("rmsnorm", step.d_model, step.n_layers, step.seq_len)
     steps = [step_share(suite_cfg, step.batch_size, step.seq_len, f"norm-cost {size}"),

@@ -339,14 +339,10 @@ def cost_summary(record: CostRun | None) -> PositionCost | None:
                         realistic=shape_timing(record.realistic))
 
 
-def _cell(value: Read | None) -> str:
+def _cell(value: Read | None, digits: int = 3, unit: str = "") -> str:
     if isinstance(value, str):
         return value
-    return format_ci(value, 3) if isinstance(value, Interval) else "—"
-
-
-def _pct_cell(stats: Read) -> str:
-    return stats if isinstance(stats, str) else format_ci(stats, 1, unit="%")
+    return format_ci(value, digits, unit) if isinstance(value, Interval) else "—"
 
 
 def _finite_cell(value: bool | None, read: FiniteRead) -> str:
@@ -413,7 +409,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     tables.append(Table(
         "RoPE and its scalings: loss past L relative to sliding windows, % (C30)",
         ["arm", *[f"{m}×" for m in longer]],
-        [[name, *[_pct_cell(arms_data[name].extrapolated_vs_sliding_pct[m]) for m in longer]]
+        [[name, *[_cell(arms_data[name].extrapolated_vs_sliding_pct[m], 1, "%") for m in longer]]
          for name in rope_names],
         "100·(extrapolated − sliding)/sliding per seed, mean [95% CI]: the quality lost by "
         "reading positions ≥ L instead of windows of L."))
