@@ -94,7 +94,6 @@ def test_jacobian_matches_central_differences(assert_jacobian_close, args):
     x, w_g, w_u, w_d = args
     analytic = swiglu_jacobian(x, w_g, w_u, w_d)
     numeric = central_difference_jacobian(lambda v: swiglu(v, w_g, w_u, w_d)["output"], x)
-    assert analytic.shape == (x.shape[0], x.shape[0])
     assert_jacobian_close(analytic, numeric)
 
 
@@ -104,9 +103,7 @@ def test_page_parameter_counts():
     gated = ffn_budget(512, 2048, 2, 1024, gated=True)
     assert set(plain) == set(gated) == BUDGET_KEYS
     assert plain["matrix_params"] == 2_097_152 == 2 * 512 * 2048
-    assert gated["matrix_params"] == 3_145_728 == 3 * 512 * 2048
-    # Gating at the same width adds half.
-    assert gated["matrix_params"] * 2 == plain["matrix_params"] * 3
+    assert gated["matrix_params"] == 3_145_728 == 3 * 512 * 2048  # gating adds half
     assert plain["bias_params"] == gated["bias_params"] == 0
     assert plain["total_params"] == plain["matrix_params"]
     # Activations: one [B, T, m] branch plain, two gated.
