@@ -65,8 +65,7 @@ def test_merged_per_row_equals_separate_and_merged_per_tensor_takes_the_max():
     merged = quantize_swiglu(gate, up, down, "merged-per-tensor")
     separate = quantize_swiglu(gate, up, down, "separate-per-tensor")
     torch.testing.assert_close(merged[0], separate[0], atol=0, rtol=0)  # gate owns the max
-    assert not torch.equal(merged[1], separate[1])  # up is quantized more coarsely
-    assert (merged[1] - up).abs().max() > (separate[1] - up).abs().max()
+    assert (merged[1] - up).abs().max() > (separate[1] - up).abs().max()  # up: more coarsely
     torch.testing.assert_close(merged[2], separate[2], atol=0, rtol=0)  # down never merged
 
 

@@ -267,14 +267,11 @@ def test_alibi_bias_shape_sign_values_decoding_and_batches():
     n_heads, T = 4, 5
     bias = ALiBi(n_heads)(torch.arange(T), torch.arange(T))
     slopes = [2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8]
+    # slope · (j − i): 0 on the diagonal, the more negative the farther back the key
     expected = torch.tensor(
         [[[[s * (j - i) for j in range(T)] for i in range(T)] for s in slopes]], dtype=torch.float32
     )
     assert_close(bias, expected, **EXACT)  # [1, H, T, T] float32
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-    assert (bias[..., causal] <= 0).all()  # past keys: penalty grows with distance
-    assert (bias.diagonal(dim1=-2, dim2=-1) == 0).all()
-    assert (bias[0, :, -1, :-1].diff(dim=-1) > 0).all()  # nearer keys penalised less
     alibi = ALiBi(8)  # decoding one query, and batched positions
     one_query = alibi(torch.tensor([99]), torch.arange(100))
     assert one_query.shape == (1, 8, 1, 100)
