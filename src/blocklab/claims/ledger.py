@@ -112,21 +112,30 @@ def flag_changed_rules(claim_id: str, parts: list[Part], ctx: Context) -> list[P
     return out
 
 
-def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list[ClaimResult]:
-    """Run the checks for `ids` (all when None). A check that raises, or grades a part by a
-    rule not registered for it, gets the state "error" (never a verdict; the CLI exits 1); one
-    that grades no part shows its registered parts with their rules."""
-    ctx = ctx or Context()
+def claim_ids(ids: list[str] | None) -> list[str]:
+    """The claim ids (C16 or c16) upper-cased, every claim's when none are given; unknown or
+    repeated ones named as written."""
     sources = claim_sources()
-    wanted = sorted(sources) if not ids else ids
-    unknown = [i for i in wanted if i not in sources]
+    if not ids:
+        return sorted(sources)
+    unknown = [i for i in ids if i.upper() not in sources]
     if unknown:
         raise InputError(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(sources):02d}")
-    repeated = sorted({i for i in wanted if wanted.count(i) > 1})
+    upper = [i.upper() for i in ids]
+    repeated = [i for n, i in enumerate(ids) if upper[n] in upper[:n]]
     if repeated:
         raise InputError(f"claim id(s) {repeated} asked for more than once; name each once")
+    return upper
+
+
+def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list[ClaimResult]:
+    """Run the checks for `ids` (`claim_ids`; all when None). A check that raises, or grades a
+    part by a rule not registered for it, gets the state "error" (never a verdict; the CLI
+    exits 1); one that grades no part shows its registered parts with their rules."""
+    ctx = ctx or Context()
+    sources = claim_sources()
     out = []
-    for cid in wanted:
+    for cid in claim_ids(ids):
         head = (cid, *CLAIM_TEXT[cid], sources[cid]["page"], sources[cid]["section"])
         rules = registered(cid, ctx.size)
         try:

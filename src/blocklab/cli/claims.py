@@ -65,11 +65,12 @@ def claims(
     """
     from blocklab.claims import Context, run_claims
     from blocklab.claims.lang import resolve_lang
+    from blocklab.claims.ledger import claim_ids
 
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
     request = run_request(results or "runs", size, seed_offset, precision)
-    wanted = claim_ids(ids)
+    wanted = claim_ids(ids) if ids else None
     if language == "zh" and not as_json:  # before any check runs
         check_shows_chinese("--lang zh" if lang else "the locale's language, zh")
     if rules_only:
@@ -121,23 +122,6 @@ def check_results(results: str | None, size: str = "quick") -> None:
     if not folder.exists():
         raise InputError(f"--results {results!r}: no such folder; check the spelling, or run "
                          f"`blocklab report --size {size} --results {results}` to fill it")
-
-
-def claim_ids(ids: list[str] | None) -> list[str] | None:
-    """The claim ids (C16 or c16) upper-cased; unknown or repeated ones named as written."""
-    if not ids:
-        return None
-    from blocklab.claims import claim_sources
-
-    known = claim_sources()
-    unknown = [i for i in ids if i.upper() not in known]
-    if unknown:
-        raise InputError(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(known):02d}")
-    upper = [i.upper() for i in ids]
-    repeated = [i for n, i in enumerate(ids) if upper[n] in upper[:n]]
-    if repeated:
-        raise InputError(f"claim id(s) {repeated} asked for more than once; name each once")
-    return upper
 
 
 def rule_text(rule) -> str:
