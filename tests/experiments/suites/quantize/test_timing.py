@@ -1,10 +1,7 @@
 """The bounds and estimates the quantize suite's timings use, against hand arithmetic."""
 
 from blocklab.budget import resolve_model
-from blocklab.experiments.int8_measurements import (
-    part_flop_share,
-    scaled_config,
-)
+from blocklab.experiments.int8_measurements import part_flop_share, scaled_config
 
 
 def test_bounds_from_the_budget():
