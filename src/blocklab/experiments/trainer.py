@@ -405,7 +405,7 @@ def _grad_norm(params: list[nn.Parameter]) -> float:
                                                         for g in grads])))
 
 
-def _layer_grad_norms(layers: nn.ModuleList) -> tuple[list[float], list[float | None]]:
+def layer_grad_norms(layers: nn.ModuleList) -> tuple[list[float], list[float | None]]:
     """(whole-layer, FFN down_proj weight) gradient norms, one per layer."""
     whole, down = [], []
     for layer in layers:
@@ -650,7 +650,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                 def log_gradients(step=step, log_now=log_now) -> None:
                     recorder.active = False
                     if log_now:
-                        whole, down = _layer_grad_norms(model.layers)
+                        whole, down = layer_grad_norms(model.layers)
                         curves.layer_grad_norms.step.append(step)
                         curves.layer_grad_norms.layer.append(whole)
                         curves.layer_grad_norms.down_proj.append(down)

@@ -283,7 +283,7 @@ def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Prob
 
     from blocklab.experiments import jacobian
     from blocklab.experiments.data import load_corpus, validation_windows
-    from blocklab.experiments.trainer import build_model
+    from blocklab.experiments.trainer import build_model, layer_grad_norms
 
     started = time.perf_counter()
     batch = validation_windows(load_corpus(DATA).val, probe.seq_len, probe.batch_size)
@@ -307,13 +307,7 @@ def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Prob
         finally:
             for handle in handles:
                 handle.remove()
-
-        def norm(params) -> float:
-            return float(torch.linalg.vector_norm(torch.stack(
-                [torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None])))
-
-        down = [norm([layer.ffn.down_proj.weight]) for layer in model.layers]
-        whole = [norm(list(layer.parameters())) for layer in model.layers]
+        whole, down = layer_grad_norms(model.layers)
         jacobian_started = time.perf_counter()
         sample = [jacobian.LayerInput(i.x[:probe.jacobian_windows], i.kwargs) for i in inputs]
         blocks = (jacobian.layer_deviations(model, sample, probe.jacobian_probes, seed)
