@@ -115,8 +115,7 @@ def collect(request: RunRequest, *, out: Path | str = "report",
 
 def briefs(row: ClaimResult) -> dict[str, dict[str, str]]:
     """{lang: {statement, found}}: the claim's line in the ledger (`claims.brief`)."""
-    style = VERDICT_STYLES.get(row.verdict)
-    found = {lang: brief(row, lang, style.symbol if style else "") for lang in LANGS}
+    found = {lang: brief(row, lang, VERDICT_STYLES[row.verdict].symbol) for lang in LANGS}
     return {lang: {"statement": b.statement, "found": b.found} for lang, b in found.items()}
 
 

@@ -232,10 +232,8 @@ def _ladder_points(doc: dict[str, Any], name: str) -> list[tuple[dict[str, Any],
     """(rung, its estimate of part `name`) for each rung with compute and a value for it."""
     found = []
     for rung in doc["rungs"]:
-        if not rung["parts"] or not rung["flops"]:
-            continue
         part = next((p for p in rung["parts"] if p["name"] == name), None)
-        if part and part["estimate"] and part["estimate"]["value"] is not None:
+        if rung["flops"] and part and part["estimate"] and part["estimate"]["value"] is not None:
             found.append((rung, part["estimate"]))
     return found
 
@@ -436,11 +434,9 @@ def fig_width_control(doc: dict[str, Any]) -> bytes | None:
     for ax, key in ((axes[0, 0], "width"), (axes[0, 1], "flops_per_token")):
         for j, (arm, (name, style)) in enumerate(WIDTH_ARMS.items()):
             colour = arm_colour(arm)
-            xs, points = [], []
-            for p in data.points:
-                if arm in p.loss and p.loss[arm].mean is not None:
-                    xs.append(getattr(p, key) * (1 + 0.02 * (j - 1)))  # dodge
-                    points.append(p.loss[arm])
+            read = [p for p in data.points if arm in p.loss and p.loss[arm].mean is not None]
+            xs = [getattr(p, key) * (1 + 0.02 * (j - 1)) for p in read]  # dodge
+            points = [p.loss[arm] for p in read]
             if not points:
                 continue
             ax.plot(xs, [iv.mean for iv in points], style, color=colour, ms=5, lw=1.2,
@@ -1285,9 +1281,6 @@ def figure_command(doc: dict[str, Any], key: str,
 
 def _describe(err: Exception) -> str:
     """'Type: message (in function, file:line)' of the innermost frame that raised `err`."""
-    text = f"{type(err).__name__}: {err}"
-    frames = traceback.extract_tb(err.__traceback__)
-    if frames:
-        last = frames[-1]
-        text += f" (in {last.name}, {Path(last.filename).name}:{last.lineno})"
-    return text
+    last = traceback.extract_tb(err.__traceback__)[-1]  # at least make_figures' own frame
+    return (f"{type(err).__name__}: {err} (in {last.name}, "
+            f"{Path(last.filename).name}:{last.lineno})")

@@ -204,13 +204,9 @@ def lead_and_rest(text: str, lang: str) -> tuple[str, str]:
 def budget_words(budget: dict[str, Any], lang: str) -> str:
     """'With about N more minutes on this machine these K parts would likely be decided', and
     how many inconclusive parts no number of seeds can be priced for yet."""
-    out: list[str] = []
-    if budget["within_reach"]:
-        out.append(t("budget_sentence", lang).format(minutes=_minutes(budget["seconds"]),
-                                                     k=budget["within_reach"],
-                                                     workers=budget["workers"]))
-    else:
-        out.append(t("budget_none", lang))
+    out = [t("budget_sentence", lang).format(minutes=_minutes(budget["seconds"]),
+                                             k=budget["within_reach"], workers=budget["workers"])
+           if budget["within_reach"] else t("budget_none", lang)]
     if budget["beyond_reach"]:
         out.append(t("budget_beyond", lang).format(b=budget["beyond_reach"],
                                                    hours=budget["reach_s"] / 3600,
@@ -375,13 +371,9 @@ LEAD_FIGURE = "ffn_variants"
 def shown_suites(doc: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     """The document's suites, in its order, as the page shows them: {name, section, heading,
     figures} from each registered suite (`blocklab.experiments.suites.get_suite`)."""
-    out = []
-    for name in doc.get("suites", {}):
-        suite = get_suite(name)
-        out.append({"name": name, "section": suite.section,
-                    "heading": suite.heading[1] if lang == "zh" else suite.heading[0],
-                    "figures": list(suite.figures)})
-    return out
+    suites = {name: get_suite(name) for name in doc.get("suites", {})}
+    return [{"name": name, "section": suite.section, "heading": suite.heading[lang == "zh"],
+             "figures": list(suite.figures)} for name, suite in suites.items()]
 
 
 def sections(suites: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
