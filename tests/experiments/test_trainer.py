@@ -174,7 +174,6 @@ def test_xavier_init_bounds_and_norm_gains_and_the_default_init_seeded_per_modul
     assert models[0].embed_tokens.weight.std().item() > 0.5  # PyTorch's N(0, 1) embedding
 
 
-# --- determinism and batches ---------------------------------------------------------------------
 # --- watchdogs -----------------------------------------------------------------------------------
 def test_huge_learning_rate_is_recorded_as_diverged(tiny_model, tiny_train):
     result = tr.run(tiny_model, tiny_train.replace(lr=1e3, steps=30, grad_clip=None))
