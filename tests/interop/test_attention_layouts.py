@@ -183,15 +183,3 @@ def test_model_config_checks_layer_types(value, needle):
     assert cfg.replace(n_layers=2).layer_types == (SW, FULL)
     with pytest.raises(ConfigError, match="layer_types"):
         cfg.replace(n_layers=4)
-
-
-@pytest.mark.parametrize("changes, needle", [
-    (dict(residual_scale=0.5), "residual_scale=0.5 (Llama-family adds the residual unscaled"),
-    (dict(final_norm=False), "final_norm=False"),
-    (dict(placement="post"), "placement='post'"),
-])
-def test_to_hf_names_the_field_that_stops_it(changes, needle):
-    with pytest.raises(ConfigError, match="cannot export to llama") as err:
-        to_hf(ModelConfig(**changes), "llama")
-    assert needle in str(err.value) and "placement='pre'" not in str(err.value)
-

@@ -210,9 +210,8 @@ def test_save_hf_removes_only_the_safetensors_files_the_old_index_names_inside(t
         "d": "model-00001-of-00002.safetensors", "e": "model.safetensors",
         "f": "model-00002-of-00002.safetensors"}}))  # (already gone)
     save_hf(_tiny(), folder)
-    assert outside.exists() and (folder / "notes.txt").exists()
-    assert (folder / "other.safetensors").exists()  # not named by the index
-    assert not (folder / "sub" / "s.safetensors").exists()
+    assert outside.exists() and not (folder / "sub" / "s.safetensors").exists()
+    # kept: notes.txt (not a .safetensors file), other.safetensors (not named by the index)
     assert sorted(p.name for p in folder.iterdir()) == \
         ["config.json", "model.safetensors", "notes.txt", "other.safetensors", "sub"]
     _no_warnings(load_hf, folder)  # the new model.safetensors was kept
