@@ -46,6 +46,10 @@ def test_defaults_derive_sizes():
          r"rope_scaling\.rope_theta=5000 and ModelConfig\.rope_theta=10000\.0 disagree"),
         ({"residual_scale": 0.0}, r"residual_scale=0.0"),
         ({"norm_eps": None}, r"norm_eps=None is not allowed; expected a finite number"),
+        ({"n_experts": 4, "experts_per_token": 5}, r"experts_per_token=5 .*at most n_experts=4$"),
+        ({"n_shared_experts": 1}, r"n_experts=0 .*> 0 when"),
+        ({"n_experts": 2, "moe_every": 9}, r"moe_every=9 .*at most n_layers"),
+        ({"nope_every": 2, "position": "alibi"}, r"nope_every=2 .*position='rope'"),
     ],
 )
 def test_bad_values_name_field_value_and_allowed(changes, match):

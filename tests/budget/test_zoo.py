@@ -101,14 +101,3 @@ def test_interleaved_moe_counts_dense_and_moe_layers():
     expert_ffn = 5 * 3 * 8 * 16 + 4 * 8
     assert moe.total == dense.total + 2 * (expert_ffn - 3 * 8 * 24)
     assert moe.buckets()["ffn"] == 2 * 3 * 8 * 24 + 2 * expert_ffn
-
-
-@pytest.mark.parametrize("changes, match", [
-    (dict(n_experts=4, experts_per_token=5), "experts_per_token=5.*at most n_experts=4"),
-    (dict(n_shared_experts=1), "n_experts=0.*> 0 when"),
-    (dict(n_experts=2, moe_every=9), "moe_every=9.*at most n_layers"),
-    (dict(nope_every=2, position="alibi"), "nope_every=2.*position='rope'"),
-])
-def test_moe_fields_are_validated(changes, match):
-    with pytest.raises(ValueError, match=match):
-        ModelConfig(**changes)
