@@ -13,17 +13,7 @@ from blocklab.experiments.options import ALL_SIZES
 from blocklab.experiments.suites import SUITE_MODULES, load_summary
 from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity, FfnTrendPoint
 from blocklab.experiments.suites.position.summary import PositionArm
-from blocklab.experiments.summaries import (
-    SUMMARY_SCHEMA,
-    Interval,
-    LrTrial,
-    Summary,
-    Table,
-    incomplete,
-    save_summary,
-    size_note,
-    summary_from_dict,
-)
+from blocklab.experiments.summaries import SUMMARY_SCHEMA, Interval, LrTrial, Summary, Table
 from blocklab.jsonio import decode
 from blocklab.precision import PRECISIONS
 
@@ -59,7 +49,7 @@ def _write(tmp_path, doc) -> None:
 
 def test_save_summary_writes_what_load_summary_reads_back_equal_and_typed(tmp_path):
     summary = _ffn_summary()
-    path = save_summary(tmp_path / "ffn" / "quick", summary)
+    path = summaries.save_summary(tmp_path / "ffn" / "quick", summary)
     assert path == tmp_path / "ffn" / "quick" / "summary.json"
     back = load_summary(tmp_path, "ffn", "quick")
     assert back == summary
@@ -72,7 +62,7 @@ def test_save_summary_writes_what_load_summary_reads_back_equal_and_typed(tmp_pa
             summary.data, arms={"swiglu": arm}))
         with pytest.raises(RuntimeError, match=r"suite ffn wrote a summary that does not read "
                                                r"back: .*" + found):
-            save_summary(tmp_path / "ffn" / "quick", broken)
+            summaries.save_summary(tmp_path / "ffn" / "quick", broken)
     assert load_summary(tmp_path, "ffn", "quick") == summary  # the good one is kept
     # machines and kernels came after SUMMARY_SCHEMA 11: a summary stored before them reads
     # as one whose runs were not mixed
@@ -128,10 +118,10 @@ def test_summary_from_dict_with_an_explicit_type_and_a_valid_key_not_run_is_none
         diff: Interval
 
     doc = Summary("toy", "tiny", 1, [], data=Toy(Interval(1, 0.5))).to_dict()
-    assert summary_from_dict(doc, "summary", Toy).data.diff.mean == 0.5
+    assert summaries.summary_from_dict(doc, "summary", Toy).data.diff.mean == 0.5
     with pytest.raises(ResultsError, match=r"summary\.data: FfnData fields differ \(missing "
                                            r"\['arms', .*unknown \['diff'\]\)"):
-        summary_from_dict(doc, "summary", FfnData)  # the type asked for decides, not the name
+        summaries.summary_from_dict(doc, "summary", FfnData)  # the type asked for decides
     assert load_summary(tmp_path, "ffn", "tiny", precision="bf16") is None
     assert load_summary(tmp_path / "no-such-folder", "quantize", "full") is None
     assert summaries.load_summary(tmp_path, "toy", "tiny", FfnData) is None
@@ -169,20 +159,21 @@ def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
     for run_id in summary.run_ids:
         (folder / f"{run_id}.json").write_text(json.dumps({"status": "ok"}))
     back = load_summary(tmp_path, "ffn", "quick")
-    assert incomplete(tmp_path, back) is None
+    assert summaries.incomplete(tmp_path, back) is None
     (folder / "bbb.json").write_text("{truncated")
-    reason = incomplete(tmp_path, back)
+    reason = summaries.incomplete(tmp_path, back)
     assert ("a run of the stored summary is missing or unreadable (1 of 2, first bbb.json, "
             "damaged: malformed JSON: ") in reason
     assert f"`blocklab suite ffn --size quick --results {tmp_path}`" in reason
     (folder / "bbb.json").unlink()
-    assert "(1 of 2, first bbb.json)" in incomplete(tmp_path, back)
-    assert incomplete(tmp_path, dataclasses.replace(back, run_ids=[])) is None
+    assert "(1 of 2, first bbb.json)" in summaries.incomplete(tmp_path, back)
+    assert summaries.incomplete(tmp_path, dataclasses.replace(back, run_ids=[])) is None
     with pytest.raises(ResultsError, match="not a plain file name"):
-        incomplete(tmp_path, dataclasses.replace(back, run_ids=["../x"]))
+        summaries.incomplete(tmp_path, dataclasses.replace(back, run_ids=["../x"]))
 
 
 def test_only_tiny_has_a_size_note():
-    assert "smoke test" in size_note("tiny") and "decide nothing" in size_note("tiny")
-    assert "冒烟测试" in size_note("tiny", "zh")
-    assert size_note("quick") is None and size_note("full") is None
+    note = summaries.size_note("tiny")
+    assert "smoke test" in note and "decide nothing" in note
+    assert "冒烟测试" in summaries.size_note("tiny", "zh")
+    assert summaries.size_note("quick") is None and summaries.size_note("full") is None
