@@ -162,8 +162,8 @@ def test_extrapolation_grades_against_the_page(tmp_path):
 
     arms["rope"] = _arm({"2": 2.0, "4": 9.0, "8": 30.0})  # RoPE degrades at 4×
     arms["rope+yarn"] = _arm({"2": 1.0, "4": 2.0, "8": 9.0})  # YaRN degrades at 8×: no rescue
-    arms["alibi"] = PositionArm(**{**arms["alibi"].__dict__, "extrapolated_vs_sliding_pct": {
-        "2": ci(0.1, 0.0, 0.2), "4": ci(4.0, 2.0, 6.0), "8": ci(0.3, 0.2, 0.4)}})
+    arms["alibi"] = dataclasses.replace(arms["alibi"], extrapolated_vs_sliding_pct={
+        "2": ci(0.1, 0.0, 0.2), "4": ci(4.0, 2.0, 6.0), "8": ci(0.3, 0.2, 0.4)})
     rows = graded(tmp_path, "position", _extrapolation(arms), "C21", "C22")
     row = rows["C21"]
     assert row.verdict == "mixed"
@@ -181,8 +181,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
 def test_extrapolation_needs_four_seeds(tmp_path):
     # the design's first look is at 4 seeds: 3, however clear, decide nothing
     three_seeds = {m: ci(0.1, 0.0, 0.2, n=3) for m in ("2", "4", "8")}
-    arms = {"alibi": PositionArm(**{**_arm({"2": 0.1}).__dict__,
-                                    "extrapolated_vs_sliding_pct": three_seeds})}
+    arms = {"alibi": dataclasses.replace(_arm({"2": 0.1}), extrapolated_vs_sliding_pct=three_seeds)}
     row = _row(tmp_path, _extrapolation(arms), "C21")
     assert row.verdict == "inconclusive"
     assert [p.estimate.n for p in row.parts] == [3, 3, 3]
