@@ -147,7 +147,6 @@ def doc():
 
 @pytest.fixture(scope="module")
 def drawn(doc):
-    """`make_figures(doc)`, drawn once."""
     return make_figures(doc)
 
 

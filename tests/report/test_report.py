@@ -41,7 +41,6 @@ CLAIM_IDS = sorted(claim_sources())
 
 @pytest.fixture(scope="module")
 def zh_page(tiny_report) -> str:
-    """The tiny report's page rendered in Chinese (figures not rasterized)."""
     with figures_unrasterized():
         return render_html(tiny_report[1], make_figures(tiny_report[1]), "zh")
 
