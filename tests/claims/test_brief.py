@@ -30,7 +30,8 @@ def graded(fake_results):  # noqa: F811
 
 @pytest.fixture(scope="module")
 def unrun(tmp_path_factory):
-    """Every claim with no suite results stored."""
+    """Every claim with no suite results stored: the analytic ones graded live, the others
+    missing-results."""
     return run_claims(None, Context(RunRequest(tmp_path_factory.mktemp("none"), "quick")))
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ..claims.test_brief import unrun  # noqa: F401 - the fixture: every claim, no results stored
 from ..conftest import _flock, _shared_folder
 
 

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.claims import Context, claim_sources, ledger, run_claims
+from blocklab.claims import claim_sources, ledger, run_claims
 from blocklab.claims.brief import brief
 from blocklab.claims.catalogue import SUITE_OF
 from blocklab.claims.text import reader_word
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.provenance import Machine, machine_name
 from blocklab.experiments.summaries import TINY_NOTE
 from blocklab.report import readme
@@ -50,19 +49,12 @@ def _visible(row: str) -> str:
     return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", row).replace("\\|", "|").strip("| ")
 
 
-@pytest.fixture(scope="module")
-def every_claim(tmp_path_factory):
-    """Every claim with no suite results stored: the analytic ones graded live, the others
-    missing-results."""
-    return run_claims(None, Context(RunRequest(tmp_path_factory.mktemp("none"), "quick")))
-
-
-def test_each_claim_is_one_short_row_linked_to_its_section(every_claim):
-    table = verdict_table(every_claim).splitlines()
+def test_each_claim_is_one_short_row_linked_to_its_section(unrun):
+    table = verdict_table(unrun).splitlines()
     assert table[0] == "| id | verdict | the page says | what we found |"
     rows = table[2:]
-    assert len(rows) == len(every_claim) == 37
-    for r, row in zip(every_claim, rows, strict=True):
+    assert len(rows) == len(unrun) == 37
+    for r, row in zip(unrun, rows, strict=True):
         b = brief(r, "en", VERDICT_STYLES[r.verdict].symbol)
         assert row.startswith(f"| [{r.id}]({LINK.format(id=r.id)}) | {b.symbol} {b.word} | ")
         assert row.count(" | ") == 3 and b.statement in row and b.found in row
@@ -72,11 +64,11 @@ def test_each_claim_is_one_short_row_linked_to_its_section(every_claim):
     assert statistics.median(lengths) <= 160
 
 
-def test_readme_verdicts_match_the_live_ledger(every_claim):
+def test_readme_verdicts_match_the_live_ledger(unrun):
     block = README.read_text(encoding="utf-8").split(START, 1)[1].split(END, 1)[0]
     shown = {cid: _verdict_cell(cell) for cid, cell in ROW.findall(block)}
     assert len(shown) == 37
-    live = {r.id: reader_word(r.verdict, "en") for r in every_claim if r.id in ANALYTIC}
+    live = {r.id: reader_word(r.verdict, "en") for r in unrun if r.id in ANALYTIC}
     assert {k: shown[k] for k in ANALYTIC} == live
 
 
@@ -85,8 +77,8 @@ BOTH = (f"before\n{FINDINGS_START}\nSTALE\n{FINDINGS_END}\nmiddle\n{START}\nSTAL
 
 
 def test_update_readme_replaces_only_the_blocks_the_findings_linked_to_their_claims(
-        tmp_path, every_claim):
-    path, rows = _readme(tmp_path), every_claim
+        tmp_path, unrun):
+    path, rows = _readme(tmp_path), unrun
     update_readme(path, rows, "cmd")
     text = path.read_text(encoding="utf-8")
     assert text.startswith("before\n") and text.endswith("after\n") and "STALE" not in text
