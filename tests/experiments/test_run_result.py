@@ -7,7 +7,7 @@ import json
 import pytest
 
 from blocklab.errors import ResultsError
-from blocklab.experiments.results import ResultStore, result_json
+from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import (
     Curves,
     FinalMetrics,
@@ -16,6 +16,8 @@ from blocklab.experiments.run_result import (
     RunLabel,
     RunResult,
 )
+
+from .suites.conftest import stored
 
 # The keys a training run's result is stored with, in the order the trainer writes them.
 TRAINER_KEYS = ["run_id", "status", "reason", "model_config", "train_config", "data",
@@ -26,14 +28,9 @@ STAMPS = ["provenance", "run", "machine_load"]
 
 @pytest.fixture(scope="module")
 def trained(tiny_model, tiny_train) -> RunResult:
-    """One tiny training run of four steps."""
     from blocklab.experiments import trainer as tr
 
     return tr.run(tiny_model, tiny_train.replace(steps=4, eval_every=2))
-
-
-def _round_trip(result: RunResult) -> RunResult:
-    return RunResult.from_dict(json.loads(result_json(result)))
 
 
 def _stamped(result: RunResult) -> RunResult:
@@ -50,11 +47,11 @@ def test_a_training_result_round_trips_with_the_trainers_keys_in_order(trained):
     assert isinstance(trained.curves.layer_grad_norms, LayerGradNorms)
     assert isinstance(trained.curves.residual_rms, ResidualRms)
     assert list(trained.to_dict()) == TRAINER_KEYS
-    assert _round_trip(trained) == trained
+    assert stored(trained) == trained
     # a suite's keys follow the trainer's, the stamps every stored run carries come last
     stamped = _stamped(dataclasses.replace(trained, extra={"zero_grad_fraction": 0.25}))
     assert list(stamped.to_dict()) == [*TRAINER_KEYS, "zero_grad_fraction", *STAMPS]
-    back = _round_trip(stamped)
+    back = stored(stamped)
     assert back == stamped and back.extra == {"zero_grad_fraction": 0.25}
     assert back.run == RunLabel("relu/0", "relu", 0)
     # evaluation errors are stored only when there are some
@@ -64,7 +61,7 @@ def test_a_training_result_round_trips_with_the_trainers_keys_in_order(trained):
     failed = dataclasses.replace(trained, final=dataclasses.replace(trained.final,
                                                                     eval_errors=errors))
     assert failed.to_dict()["final"]["eval_errors"] == errors
-    assert _round_trip(failed).final.eval_errors == errors
+    assert stored(failed).final.eval_errors == errors
 
 
 def test_a_timing_round_trips_with_its_keys_after_status():
@@ -73,18 +70,18 @@ def test_a_timing_round_trips_with_its_keys_after_status():
                                        "threads": 2}))
     assert not timing.trained and timing.final is None and timing.curves is None
     assert list(timing.to_dict()) == ["status", "wall_time_s", "impls", "threads", *STAMPS]
-    assert _round_trip(timing) == timing
+    assert stored(timing) == timing
     bare = RunResult("ok", extra={"value": 1.0})
     assert bare.to_dict() == {"status": "ok", "value": 1.0}
-    assert _round_trip(bare) == bare
+    assert stored(bare) == bare
     # a suite key named like a field but not of its type stays the suite's
-    stored = {"status": "ok", "ms_per_step": {"rmsnorm": 1.5, "layernorm": 1.75},
-              "steps_done": True}
-    timing = RunResult.from_dict(stored)
+    doc = {"status": "ok", "ms_per_step": {"rmsnorm": 1.5, "layernorm": 1.75},
+           "steps_done": True}
+    timing = RunResult.from_dict(doc)
     assert timing.ms_per_step is None and timing.steps_done is None
     assert timing.extra == {"ms_per_step": {"rmsnorm": 1.5, "layernorm": 1.75},
                             "steps_done": True}
-    assert timing.to_dict() == stored and _round_trip(timing) == timing
+    assert timing.to_dict() == doc and stored(timing) == timing
 
 
 @pytest.mark.parametrize(("result", "key"), [
@@ -187,4 +184,4 @@ def test_a_file_stored_before_run_result_reads_with_its_run_label(tmp_path):
                                "residual_rms": {"step": [], "layer": []}}
     assert {k: v for k, v in again.items() if k != "curves"} == {
         k: v for k, v in old.items() if k != "curves"}
-    assert _round_trip(result) == result
+    assert stored(result) == result
