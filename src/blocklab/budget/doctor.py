@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import struct
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +47,6 @@ class Finding:
     reason: str
     fix: str
     detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _gib(n: float) -> str:

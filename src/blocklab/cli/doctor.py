@@ -50,7 +50,7 @@ def doctor(
     if as_json:
         typer.echo(json_text({"model": found.label, "source": found.source,
                              "serve_len": serve_len, "training": training,
-                             "findings": [f.to_dict() for f in findings], "counts": counts,
+                             "findings": findings, "counts": counts,
                              "exit_code": code}, indent=2))
     else:
         _print(found.label, findings, counts)
