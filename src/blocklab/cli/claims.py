@@ -173,8 +173,6 @@ def learned_rule(size: str, zh: bool = False) -> str:
 def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> None:
     """The registered rules at `size` (all claims, or `ids`), part by part with their hashes,
     and the rule edits made after results were seen."""
-    from dataclasses import asdict
-
     from rich.markup import escape
 
     from blocklab.claims.registry import RULES, changes, registered
@@ -185,9 +183,9 @@ def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> N
 
         typer.echo(json_text([
             {"id": cid, "size": size, "learn_margin": LEARN_MARGIN[size],
-             "parts": [{"name": name, "rule": asdict(rule), "rule_hash": rule.hash}
+             "parts": [{"name": name, "rule": rule, "rule_hash": rule.hash}
                        for name, rule in registered(cid, size).items()],
-             "rules_changed": [asdict(c) for c in changes(cid)]} for cid in wanted],
+             "rules_changed": changes(cid)} for cid in wanted],
             indent=1))
         return
     zh = lang == "zh"
