@@ -58,10 +58,8 @@ class Flops:
         return self.ffn / self.total
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out.update(attention_scores=self.attention_scores, total=self.total,
-                   ffn_share=self.ffn_share)
-        return out
+        return {**asdict(self), "attention_scores": self.attention_scores, "total": self.total,
+                "ffn_share": self.ffn_share}
 
 
 def proj_flops_per_token(cfg: ModelConfig) -> int:
