@@ -66,18 +66,6 @@ def test_matches_naive_transcription_of_the_page(args):
         np.testing.assert_allclose(out[key], expected, rtol=1e-12, atol=1e-12)
 
 
-# --- swiglu: matrix shapes that do not fit x (bad vectors and matrices: test_norms, test_residual)
-@pytest.mark.parametrize("matrices, match", [
-    ((EYE2, np.ones((3, 2)), EYE2), r"branch widths differ: up_matrix has shape \(3, 2\)"),
-    ((EYE2, EYE2, np.ones((3, 2))), r"down_matrix .* output width must equal len\(x\) = 2"),
-    ((np.ones((2, 3)), np.ones((2, 3)), EYE2), r"gate_matrix .* input width must equal len\(x\)"),
-    ((EYE2, EYE2, np.ones((2, 3))), r"down_matrix .* must equal the branch width m = 2"),
-])
-def test_rejects_bad_matrices(matrices, match):
-    with pytest.raises(ValueError, match=match):
-        swiglu([1.0, 2.0], *matrices)
-
-
 # --- swiglu_jacobian ------------------------------------------------------------------------
 def test_jacobian_of_page_example_is_diagonal():
     # With identity matrices y_i = SiLU(x_i) x_i, so dy_i/dx_i = SiLU'(x_i) x_i + SiLU(x_i).
@@ -162,6 +150,14 @@ def test_llama_ffn_width_matches_released_models(d, multiple_of, multiplier, exp
 
 
 @pytest.mark.parametrize("call, match", [
+    # swiglu: matrix shapes that do not fit x (bad vectors and matrices: test_norms, test_residual)
+    *[(lambda matrices=matrices: swiglu([1.0, 2.0], *matrices), match) for matrices, match in [
+        ((EYE2, np.ones((3, 2)), EYE2), r"branch widths differ: up_matrix has shape \(3, 2\)"),
+        ((EYE2, EYE2, np.ones((3, 2))), r"down_matrix .* output width must equal len\(x\) = 2"),
+        ((np.ones((2, 3)), np.ones((2, 3)), EYE2),
+         r"gate_matrix .* input width must equal len\(x\)"),
+        ((EYE2, EYE2, np.ones((2, 3))), r"down_matrix .* must equal the branch width m = 2"),
+    ]],
     *[(lambda name=name: ffn_budget(**{"d": 8, "m": 32, "batch": 1, "seq_len": 4,
                                        "gated": False, name: "yes"}),
        rf"{name} must be True or False, got 'yes'") for name in ("gated", "bias")],
@@ -174,6 +170,6 @@ def test_llama_ffn_width_matches_released_models(d, multiple_of, multiplier, exp
                                                                "1.3")],
     (lambda: llama_ffn_width(1, ffn_dim_multiplier=1e-3), "leaves no intermediate width"),
 ])
-def test_widths_and_budget_reject_bad_arguments(call, match):
+def test_swiglu_widths_and_budget_reject_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()

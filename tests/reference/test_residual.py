@@ -67,23 +67,17 @@ def test_jacobian_matches_central_differences(assert_jacobian_close, path, args)
 
 
 # --- errors ---------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "matrix, match",
-    [
-        (np.zeros((2, 3)), r"square \[d, d\] with d = len\(x\) = 2, got shape \(2, 3\)"),
-        (np.zeros((3, 3)), r"matrix must be square .* got shape \(3, 3\)"),
-        ([1.0, 2.0], r"matrix must be a non-empty 2-D \[out, in\] matrix, got shape \(2,\)"),
-        ([[0.0, np.nan], [0.0, 0.0]], r"matrix must be finite"),
-    ],
-)
-def test_rejects_bad_matrix(matrix, match):
-    with pytest.raises(ValueError, match=match):
-        residual_paths(X, matrix)
-    with pytest.raises(ValueError, match=match):
-        commutator(matrix, X)
+BAD_MATRICES = [
+    (np.zeros((2, 3)), r"square \[d, d\] with d = len\(x\) = 2, got shape \(2, 3\)"),
+    (np.zeros((3, 3)), r"matrix must be square .* got shape \(3, 3\)"),
+    ([1.0, 2.0], r"matrix must be a non-empty 2-D \[out, in\] matrix, got shape \(2,\)"),
+    ([[0.0, np.nan], [0.0, 0.0]], r"matrix must be finite"),
+]
 
 
 @pytest.mark.parametrize("call, match", [
+    *[(lambda matrix=matrix: residual_paths(X, matrix), match) for matrix, match in BAD_MATRICES],
+    *[(lambda matrix=matrix: commutator(matrix, X), match) for matrix, match in BAD_MATRICES],
     (lambda: residual_paths(X, np.zeros((2, 2)), eps=-1.0),
      "eps must be a finite real number >= 0"),
     (lambda: commutator(np.zeros((2, 2)), X, eps=float("nan")),
@@ -96,7 +90,7 @@ def test_rejects_bad_matrix(matrix, match):
      r"RMSNorm denominator is zero: mean\(\(x \+ A·x\)\^2\) \+ eps = 0 "
      r"for x \+ A·x=\[0\.0, 0\.0\]"),
 ])
-def test_rejects_bad_eps_and_zero_denominators(call, match):
+def test_rejects_bad_matrices_eps_and_zero_denominators(call, match):
     with pytest.raises(ValueError, match=match):
         call()
 
