@@ -47,6 +47,9 @@ GEMMA2 = load_zoo("gemma-2-2b").config
       for v in ["all", [1, 1], [1, 1, 1, 2], [0.0, 1, 1, 1]]),
     *(({**GEMMA2, "query_pre_attn_scalar": v}, r"query_pre_attn_scalar=.* expected a number > 0")
       for v in (0, -256)),
+    # (ModelConfig's refusal of a type-less rope_scaling: test_train_unusual_config_files)
+    ({**LLAMA_HF, "rope_scaling": {"factor": 8.0, "original_max_position_embeddings": 8192}},
+     r"config\.json rope_scaling=.*'rope_type'.*'llama3'"),
 ])
 def test_hf_values_of_the_wrong_shape(hf, match):
     with pytest.raises(ConfigError, match=match):
@@ -126,14 +129,7 @@ def test_every_zoo_key_hostile_is_bad_input_never_a_crash(name):
             pass
 
 
-# --- 4. rope_scaling without a type --------------------------------------------------------------
-def test_rope_scaling_without_a_type():
-    """(ModelConfig's refusal of the same: test_train_unusual_config_files.)"""
-    scaling = {"factor": 8.0, "original_max_position_embeddings": 8192}
-    with pytest.raises(ConfigError, match=r"config\.json rope_scaling=.*'rope_type'.*'llama3'"):
-        from_hf({**LLAMA_HF, "rope_scaling": scaling})
-
-
+# --- 4. rope_scaling that means none -------------------------------------------------------------
 @pytest.mark.parametrize("scaling", [None, {}, {"rope_type": "default"}, {"type": "default"}])
 def test_rope_scaling_that_means_none_still_reads(scaling):
     assert from_hf({**LLAMA_HF, "rope_scaling": scaling}).rope_scaling is None
