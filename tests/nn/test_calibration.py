@@ -87,11 +87,10 @@ def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(measuring, slow
                                default="a") == "c"
 
 
-def test_static_returns_the_default_untimed_and_bad_settings_raise(monkeypatch, tmp_path):
+def test_static_returns_the_default_untimed_and_bad_settings_raise(measuring, monkeypatch):
     monkeypatch.setenv("BLOCKLAB_CALIBRATION", "static")
-    monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
     assert calibration.fastest("op", {}, {"a": _never, "b": _never}, default="b") == "b"
-    assert not (tmp_path / "calibration").exists()
+    assert not (measuring / "calibration").exists()
     with pytest.raises(InputError, match="default='c' is not one of"):
         calibration.fastest("op", {}, {"a": _never, "b": _never}, default="c")
     monkeypatch.setenv("BLOCKLAB_CALIBRATION", "fastest")
