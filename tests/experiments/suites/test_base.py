@@ -73,7 +73,6 @@ def _tuned_suite(calls, fail_tuning=False, grow=False):
     evaluation runs record the scale they were planned with. `grow`: a best scale at the
     grid's top edge (2.0) adds 3.0, once 1.0 and 2.0 are tuned."""
     def tune(options, tuned=()):
-        size = options.size
         scales = [1.0, 2.0]
         best = min(tuned, key=lambda p: p[1].extra["loss"])[0] if tuned else None
         if grow and best is not None and best.payload["scale"] == 2.0:
@@ -87,16 +86,16 @@ def _tuned_suite(calls, fail_tuning=False, grow=False):
                 return RunResult("ok", extra={"loss": abs(scale - 2.0)})  # 2.0 is best
             (seed,) = base.tuning_seeds(options, 1)
             specs.append(base.RunSpec(f"tune/{scale}", "tune", seed,
-                                      {"scale": scale, "size": size, "seed": seed}, execute))
+                                      {"scale": scale, "size": options.size, "seed": seed},
+                                      execute))
         return specs
 
     def plan(options, tuned):
-        seeds = options.seeds
         # before tuning (the runs that read none of it are planned from this), scale 1.0
         best = (min(tuned, key=lambda pair: pair[1].extra["loss"])[0].payload["scale"] if tuned
                 else 1.0)
         specs = []
-        for seed in seeds:
+        for seed in options.seeds:
             def execute(progress, seed=seed):
                 calls.append(("eval", seed))
                 return RunResult("ok", extra={"value": best * (seed + 1)})

@@ -129,8 +129,7 @@ def test_reversed_prefix_keeps_the_bag_and_the_last_token():
 
 
 def test_order_probe_matches_a_direct_computation_and_is_zero_on_palindromes():
-    tc = runs.train_config(RunOptions("tiny"), 0)
-    model = build_model(runs.arm_config("tiny", "none"), tc).eval()
+    model = _model("none")
     val = np.random.default_rng(0).integers(0, 256, 4000).astype(np.uint8)
     probe = runs.order_probe(model, val, prefix_len=16, prefixes=3)
 
