@@ -178,19 +178,13 @@ def jacobians() -> list[Check]:
     fd = ref.central_difference_jacobian
     rng = np.random.default_rng(1)
     gain = rng.uniform(0.5, 1.5, _D)
-    checks = []
-    for eps in (1e-6, 0.0):
-        numeric = fd(lambda v, e=eps: ref.rmsnorm(v, e), _X)
-        checks.append(_close(g, f"RMSNorm (ε={eps:g})", "C06", numeric,
-                             ref.rmsnorm_jacobian(_X, eps), FD_TOL))
-    checks.append(_close(g, "RMSNorm with gain γ", "C06",
-                         fd(lambda v: ref.rmsnorm(v, 1e-6, gain), _X),
-                         ref.rmsnorm_jacobian(_X, 1e-6, gain), FD_TOL))
-    checks.append(_close(g, "LayerNorm", "C14", fd(lambda v: ref.layernorm(v, 1e-6), _X),
-                         ref.layernorm_jacobian(_X, 1e-6), FD_TOL))
-    checks.append(_close(g, "LayerNorm with gain γ", "C14",
-                         fd(lambda v: ref.layernorm(v, 1e-6, gain), _X),
-                         ref.layernorm_jacobian(_X, 1e-6, gain), FD_TOL))
+    norms = (("RMSNorm (ε=1e-06)", "C06", ref.rmsnorm, ref.rmsnorm_jacobian, (1e-6,)),
+             ("RMSNorm (ε=0)", "C06", ref.rmsnorm, ref.rmsnorm_jacobian, (0.0,)),
+             ("RMSNorm with gain γ", "C06", ref.rmsnorm, ref.rmsnorm_jacobian, (1e-6, gain)),
+             ("LayerNorm", "C14", ref.layernorm, ref.layernorm_jacobian, (1e-6,)),
+             ("LayerNorm with gain γ", "C14", ref.layernorm, ref.layernorm_jacobian, (1e-6, gain)))
+    checks = [_close(g, name, claim, fd(lambda v, f=norm, a=args: f(v, *a), _X),
+                     jacobian(_X, *args), FD_TOL) for name, claim, norm, jacobian, args in norms]
     m = 7
     w_g, w_u = rng.normal(0, 0.5, (m, _D)), rng.normal(0, 0.5, (m, _D))
     w_d = rng.normal(0, 0.5, (_D, m))
