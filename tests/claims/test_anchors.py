@@ -1,10 +1,12 @@
 """The published results beside the claims: package data that loads, names real claims, and
 whose training compute is 6 · parameters · tokens by hand."""
 
+import math
 from importlib import resources
 
 from blocklab.claims.anchors import anchors, reading, short_source
 from blocklab.claims.ledger import run_claims
+from blocklab.claims.registry import registered
 from blocklab.claims.text import claim_sources
 
 
@@ -45,10 +47,6 @@ def test_each_effect_names_a_registered_part_and_is_the_tables_own_number_by_its
     """An effect is keyed by an arm of C16 or a part's name (C21, C30), and the position
     effects are the change in loss from the table's perplexities, by hand:
     100 · ln(ppl_long / ppl_L) / ln(ppl_L)."""
-    import math
-
-    from blocklab.claims.registry import registered
-
     for claim in ("C16", "C18", "C19", "C21", "C30"):
         for a in anchors(claim):
             parts = {p for c in a.claims for p in registered(c, "quick")}

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.claims import Context, Finding, run_claims
+from blocklab.claims import Context, Finding, ledger, run_claims
+from blocklab.claims.checks import c26_verdict, c27_verdict
+from blocklab.claims.registry import C18_FLOPS_PART, registered
+from blocklab.claims.rules import Estimate, Part
 from blocklab.claims.text import claim_sources, parse_claims
+from blocklab.cli import main
+from blocklab.errors import ResultsError
 from blocklab.experiments.options import RunRequest
+from blocklab.experiments.suites import load_summary
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "CLAIMS.md"
 
@@ -77,9 +83,6 @@ def test_corrected_figures(analytic):
 
 def test_a_check_that_raises_is_an_error_not_a_verdict(monkeypatch, capsys):
     """A renamed summary key (a KeyError inside a check) must never read as a finding."""
-    from blocklab.claims import ledger
-    from blocklab.cli import main
-
     def broken(ctx):
         raise KeyError("arms")
 
@@ -96,9 +99,6 @@ def test_a_check_that_raises_is_an_error_not_a_verdict(monkeypatch, capsys):
 # (each field and schema refusal, by name: tests/experiments/test_summaries.py)
 @pytest.mark.parametrize("content", [{"schema": 1}, {"no": "schema"}, "{not json"])
 def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
-    from blocklab.errors import ResultsError
-    from blocklab.experiments.suites import load_summary
-
     folder = tmp_path / "ffn" / "quick"
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(content if isinstance(content, str)
@@ -111,9 +111,6 @@ def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
 
 
 def _counted():
-    from blocklab.claims.registry import C18_FLOPS_PART, registered
-    from blocklab.claims.rules import Estimate, Part
-
     return [Part(C18_FLOPS_PART, registered("C18")[C18_FLOPS_PART],
                  Estimate(35.0, None, None, 1), "refuted", "a count")]
 
@@ -127,8 +124,6 @@ def _counted():
 ])
 def test_only_an_exact_part_refutes_and_only_a_scale_dependent_claim_is_at_this_scale(
         monkeypatch, cid, verdict, parts, error):
-    from blocklab.claims import ledger
-
     found = Finding(verdict, "x", "x", parts=parts())
     monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: found)
     (row,) = run_claims([cid])
@@ -137,8 +132,6 @@ def test_only_an_exact_part_refutes_and_only_a_scale_dependent_claim_is_at_this_
 
 
 def test_c26_and_c27_verdicts_follow_from_what_was_computed():
-    from blocklab.claims.checks import c26_verdict, c27_verdict
-
     assert c26_verdict(extended_finite=False, fp16_angles_nan=False) == "confirmed"
     assert c26_verdict(extended_finite=True, fp16_angles_nan=True) == "conditional"
     assert c26_verdict(extended_finite=True, fp16_angles_nan=False) == "refuted"

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity
+from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity, FfnTrendPoint
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 
 from .conftest import ci, graded, store_summary
@@ -120,8 +120,6 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     (ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),
 ])
 def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change, word):
-    from blocklab.experiments.suites.ffn.summary import FfnTrendPoint
-
     trend = [FfnTrendPoint(d, 1000 * d, ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})
              for d in (32, 64)]
     gain = ci(-1.0, -2.0, 0.5, 5)

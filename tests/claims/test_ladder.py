@@ -9,11 +9,14 @@ from scipy import stats
 
 from blocklab.claims import ladder as ladder_module
 from blocklab.claims.anchors import anchors
-from blocklab.claims.ladder import ladder_dict, read_ladder
+from blocklab.claims.ladder import ladder_dict, read_ladder, seed_gaps
 from blocklab.claims.ledger import ClaimResult
 from blocklab.claims.registry import registered
 from blocklab.claims.rules import Estimate, Part
 from blocklab.errors import InputError
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import ResultStore
+from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.summaries import Interval
 from blocklab.report.figures import fig_ladder
 
@@ -215,11 +218,6 @@ def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
 def test_seed_gaps_pair_each_arm_with_relu_on_its_own_seed(tmp_path, monkeypatch):
     """A tiny ffn run of 2 seeds (every final loss let count): each gap is
     100·(arm − relu)/relu of one seed's two runs."""
-    from blocklab.claims.ladder import seed_gaps
-    from blocklab.experiments.options import RunOptions
-    from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.suites import get_suite, run_suite
-
     suite = get_suite("ffn")
     run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path, progress=False)
     monkeypatch.setattr(ladder_module, "counted_loss", lambda r: r.final.val_loss)

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.claims import Context, run_claims
+from blocklab.claims import Context, finding, ledger, run_claims
 from blocklab.errors import InputError
 from blocklab.experiments.options import RunRequest
+from blocklab.experiments.summaries import Summary, stored_keys
 
 
 @pytest.mark.parametrize("ids, make, needle", [
@@ -19,8 +20,6 @@ from blocklab.experiments.options import RunRequest
     (["C16"], lambda: RunRequest(Path("runs"), "quick", seed_offset=-5), "-5 is not allowed"),
 ])
 def test_bad_input_is_refused_before_any_check(monkeypatch, ids, make, needle):
-    from blocklab.claims import ledger
-
     for cid in set(ids) & set(ledger.CHECKS):
         monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: pytest.fail("a check ran"))
     with pytest.raises(InputError) as err:
@@ -29,9 +28,6 @@ def test_bad_input_is_refused_before_any_check(monkeypatch, ids, make, needle):
 
 
 def test_a_summary_whose_runs_are_gone_reads_as_missing_results(tmp_path, monkeypatch):
-    from blocklab.claims import finding
-    from blocklab.experiments.summaries import Summary
-
     stored = Summary("ffn", "quick", 1, [], data=None, runs=1, run_ids=["0123456789ab"])
     monkeypatch.setattr(finding, "load_summary", lambda *args, **kwargs: stored)
     ctx = Context(RunRequest(tmp_path, "quick"))
@@ -46,8 +42,6 @@ def test_missing_results_name_the_sizes_the_folder_does_hold(tmp_path):
     """A folder with no summary at the asked size, seed offset and precision says which it
     does hold, each with the command that reads it; folders that are no summary's (tuning
     runs, runs trained twice as long, names `size_folder` does not give) are passed over."""
-    from blocklab.experiments.summaries import stored_keys
-
     for folder in ["ffn/tiny", "ffn/quick+seeds1000", "ffn/full+bf16", "placement/tiny",
                    "ffn/quick+x2", "ffn/tiny+seeds07", "ffn/huge", "notasuite/quick",
                    "ffn/tiny+seeds1000+seeds5"]:

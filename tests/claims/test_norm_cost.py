@@ -4,7 +4,11 @@ the way `run_suite` writes them, and its combining rule."""
 
 import pytest
 
+from blocklab.claims.norm_cost import combine_c18
+from blocklab.claims.registry import CHANGED_AFTER_DATA, registered
+from blocklab.claims.rules import Estimate, Part
 from blocklab.experiments.suites.norm_cost.summary import (
+    FusedTiming,
     KernelRatio,
     NormCostData,
     NormQuality,
@@ -28,8 +32,6 @@ def _step_time(path: str, ratio: float, low: float, high: float) -> StepTime:
 
 
 def _norm_cost(step, equivalent: bool, like_ratio: float = 0.84) -> NormCostData:
-    from blocklab.experiments.suites.norm_cost.summary import FusedTiming
-
     loss = ci(2.0, 1.9, 2.1)
     like = FusedTiming(
         d=128, rows=1024, threads=1, method="torch.compile",
@@ -98,8 +100,6 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
     assert "fused add+RMSNorm kernel instead, 0.500" in row.summary
     assert row.evidence["quality"]["delta"]["ci_high"] == (0.01 if equivalent else 0.035)
     assert "over 3 seeds" in row.summary and "±0.02" in row.summary
-    from blocklab.claims.registry import CHANGED_AFTER_DATA
-
     assert any("C18" in c.claims and "decided by exact counts" in c.what
                for c in CHANGED_AFTER_DATA)
 
@@ -112,10 +112,6 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
     ([R, R, R], "inconclusive", R),  # compute alone decides it
 ])
 def test_c18_combine_rule(readings, quality, verdict):
-    from blocklab.claims.norm_cost import combine_c18
-    from blocklab.claims.registry import registered
-    from blocklab.claims.rules import Estimate, Part
-
     rule = registered("C18", "quick")["nearly the same quality"]
     part = lambda v: Part("p", rule, Estimate(None, None, None, 0), v, "")  # noqa: E731
     assert combine_c18([part(v) for v in readings], part(quality)) == verdict

@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 from blocklab.claims import Context, run_claims
+from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.placement.summary import (
     GradientProbe,
@@ -164,8 +165,6 @@ def test_c12_needs_the_spread_under_every_init(tmp_path, means, verdict):
 
 
 def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp_path, capsys):
-    from blocklab.cli import main
-
     # bf16 placement results hold, float32 ones fail: `--precision bf16` grades the former
     store_summary(tmp_path, "placement", _placement(0, FAILS, SPREAD, STABLE_FAILS))
     store_summary(tmp_path, "placement", _placement(0, HOLDS, SPREAD, STABLE_HOLDS),

@@ -9,8 +9,15 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from blocklab.claims.quantization import c32_parts, c33_parts, combine_c32, combine_c33
-from blocklab.claims.registry import C33_DELTA
+from blocklab.claims.quantization import (
+    c32_parts,
+    c33_parts,
+    combine_c32,
+    combine_c33,
+    log_estimate,
+)
+from blocklab.claims.registry import C33_DELTA, log_pct
+from blocklab.claims.rules import Rule, decide, decided_text
 from blocklab.config import ModelConfig
 from blocklab.experiments.int8_measurements import swiglu_errors
 from blocklab.experiments.suites.quantize.runs import merge_comparison
@@ -111,9 +118,6 @@ def _log_t_interval(a, b, confidence):
 def test_c32_decision_reads_the_interval_it_prints(tmp_path):
     # Both parts are graded on 100·ln(ratio): each decision reads the log-scale t interval at
     # its level (by hand here), the one the ledger prints.
-    from blocklab.claims.registry import log_pct
-    from blocklab.claims.rules import decided_text
-
     data = _data(1.3, 1.2, n=6)
     parts, numbers = c32_parts(data)
     rows = {r.scheme: r for r in data.timings}
@@ -148,8 +152,6 @@ def test_c32_decision_reads_the_interval_it_prints(tmp_path):
 def test_c32_is_graded_on_the_log_scale_not_by_rescaling_percent():
     # At 98.75%, rescaling the percent interval 100·(r − 1) by a t-quantile ratio is not the
     # t interval; rescaling the log one is, and C32 grades that.
-    from blocklab.claims.quantization import log_estimate
-
     base = _float_s(6)
     ffn = [f / 1.3 * j for f, j in zip(base, (1.0, 1.3, 0.75, 1.2, 0.85, 1.1), strict=True)]
     ratio = TimeRatio.paired(base, ffn)
@@ -168,9 +170,6 @@ def test_timing_intervals_cover_at_their_nominal_levels(n):
     """Lognormal timings (σ = 0.3 per timing and per repeat): the 95% `TimeRatio.paired`
     interval and the 99.5% one `decide` reads cover the true ratio within ±2 points (2000
     replications: binomial sd 0.49 points at 95%, 0.16 at 99.5%)."""
-    from blocklab.claims.quantization import log_estimate
-    from blocklab.claims.rules import Rule, decide
-
     rng = np.random.default_rng(20261205 + n)
     reps, true = 2000, 1.2
     rule = Rule(metric="simulated log ratio", smallest_effect=5.0, margin=0.0, min_seeds=2,

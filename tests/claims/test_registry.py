@@ -4,17 +4,19 @@ results stored, and the very rules the checks grade by."""
 import dataclasses
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.claims import registry as reg
-from blocklab.claims.catalogue import CHECKS, SUITE_OF
+from blocklab.claims.catalogue import CHECKS, SUITE_OF, planned_hash, suite_rules
 from blocklab.claims.finding import Finding
+from blocklab.claims.ledger import flag_changed_rules
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites import get_suite
+from blocklab.experiments.suites import get_suite, quantize
 from blocklab.experiments.suites.quantize.summary import SwigluQuant
 
 from . import test_depth as td
@@ -171,12 +173,6 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(tmp_path, capsys
 
 def test_a_change_to_a_metric_s_code_flags_the_parts_planned_before_it(monkeypatch):
     """The recorded hash covers the rule, the decision and `Suite.metric_version`."""
-    from types import SimpleNamespace
-
-    from blocklab.claims.catalogue import planned_hash, suite_rules
-    from blocklab.claims.ledger import flag_changed_rules
-    from blocklab.experiments.suites import quantize
-
     rule = reg.registered("C33", "quick")[reg.C33_TENSOR_PART]
     before = planned_hash("C33", rule)
     assert before != rule.hash and len(before) == 12

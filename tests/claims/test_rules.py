@@ -1,8 +1,10 @@
 """Registered rules: a part's decision from its estimate and rule alone (SPEC §6), Holm
 within a claim, and the combining rules that never drop an undecided part."""
 
+import hashlib
+import json
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from scipy import stats as sps
 
 from blocklab import stats
 from blocklab.claims import rules  # its testable_all_or_none would be collected as a test
+from blocklab.claims.registry import c16_rule
 from blocklab.claims.rules import (
     CONFIRMED,
     CONTRADICTED,
@@ -207,10 +210,6 @@ def test_the_interval_is_labelled_with_its_coverage():
 
 
 def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():
-    import hashlib
-    import json
-    from dataclasses import asdict
-
     text = json.dumps({**asdict(RULE), "decision": rules.DECISION_VERSION}, sort_keys=True,
                       separators=(",", ":"), ensure_ascii=False)
     assert RULE.hash == hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -399,8 +398,6 @@ def test_part_builders_decide_without_a_test_only_what_no_test_can():
 def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_direction():
     """True gain −1.2% (sd 0.57, 8 seeds), tuned rates adding +0.6 to every gap: read with
     and without the bias, a wrong "not reproduced" stays within 2.5% (+3 MC sd)."""
-    from blocklab.claims.registry import c16_rule
-
     rule = c16_rule("swiglu")  # boundary −1 on the claimed (negative) side
     rng = np.random.default_rng(59)
     reps, n, bias = 2000, 8, 0.6

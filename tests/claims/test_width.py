@@ -2,6 +2,7 @@
 its combining rule."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -94,6 +95,4 @@ def test_one_part_moves_the_claim(tmp_path, given, part, verdict, claim):
     (["confirmed", "inconclusive", NR, "confirmed"], "mixed"),
 ])
 def test_combining_rule(verdicts, want):
-    from types import SimpleNamespace
-
     assert combine_c37([SimpleNamespace(verdict=v) for v in verdicts]) == want
