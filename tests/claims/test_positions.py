@@ -131,7 +131,6 @@ def _c30_arms(scaled_16=3.0, plain_16=40.0):
 
 # C21: extrapolation bands
 def _extrapolation(arms: dict[str, PositionArm]) -> PositionData:
-    """A position summary read up to 8×, with no order probe or fine-tune."""
     return dataclasses.replace(_data(arms), mults=[1, 2, 4, 8],
                                eval_lengths=[128, 256, 512, 1024], order={}, finetune=None)
 

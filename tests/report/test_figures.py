@@ -68,7 +68,6 @@ def _ladder_doc(monkeypatch, tmp_path, sizes=("quick", "rung1", "rung2", "rung3"
 
 
 def _drawn(doc: dict, name: str):
-    """The panel of part `name` in the drawn ladder figure."""
     with pytest.MonkeyPatch.context() as patch:
         fig = _drawn_figure(patch, figures.fig_ladder, doc)
     names = [t["part"] for t in doc["trends"]]
@@ -249,21 +248,20 @@ def test_no_figure_draws_an_empty_panel_and_norm_cost_draws_the_kernels_timed(mo
 
 
 def test_the_rope_error_figure_draws_the_dtypes_its_data_holds(monkeypatch, tiny_report):
-    def dtypes(doc) -> list[list[str]]:
-        fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
+    def dtypes(fig) -> list[list[str]]:
         return [[line.get_label() for line in ax.get_lines()] for ax in fig.axes]
 
     doc = copy.deepcopy(tiny_report[1])
     data = doc["suites"]["position"]["summary"]["data"]
     data["relative_error"] = data["relative_error_blocklab"] = {}  # run at --size full only
     fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
-    assert dtypes(doc) == [["float64"]]
+    assert dtypes(fig) == [["float64"]]
     assert "float64 only" in fig.axes[0].texts[0].get_text()
     data["relative_error"] = {"float32": [[1, 1e-7], [100, 1e-5]],
                               "bfloat16": [[1, 1e-2], [100, None]]}
     data["relative_error_blocklab"] = {"bfloat16": [[1, 1e-3], [100, 1e-3]]}
-    assert dtypes(doc) == [["float32", "bfloat16", "bfloat16: NaN/inf"], ["bfloat16"]]
     fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
+    assert dtypes(fig) == [["float32", "bfloat16", "bfloat16: NaN/inf"], ["bfloat16"]]
     assert not fig.axes[0].texts
     # a dtype wears one colour in both panels
     assert fig.axes[0].get_lines()[1].get_color() == fig.axes[1].get_lines()[0].get_color()

@@ -89,7 +89,6 @@ SUITE = "blocklab suite ffn --size quick --results runs"
 
 
 def costs(*arms: str, seconds: float = 10.0, seeds: int = 5) -> list[dict]:
-    """Stored run costs: each arm on `seeds` seeds, `seconds` a run."""
     return [{"arm": arm, "seed": seed, "wall_time_s": seconds, "timed": False}
             for arm in arms for seed in range(seeds)]
 
