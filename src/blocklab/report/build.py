@@ -177,8 +177,7 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
     within = [p for p in parts if p["within_reach"]]
     seconds = looks_seconds(within, workers)
     for p in parts:
-        p.pop("_per_arm")
-        p.pop("_rule")
+        del p["_per_arm"], p["_rule"]
     beyond = [p for p in parts if not p["within_reach"]]
     return {"workers": workers, "reach_s": REACH_S, "seconds": seconds,
             "within_reach": len(parts) - len(beyond),

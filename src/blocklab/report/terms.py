@@ -69,11 +69,8 @@ def define_terms(page: str, lang: str) -> str:
             leave = name in _LEAVE or bool(_CHIP.search(token)) or 'id="terms"' in token
             stack.append((name, leave, set() if name in _SCOPES else None))
             continue
-        if not inside or any(leave for _, leave, _ in stack):
-            out.append(token)
-            continue
         seen = next((s for _, _, s in reversed(stack) if s is not None), None)
-        if seen is None:
+        if not inside or seen is None or any(leave for _, leave, _ in stack):
             out.append(token)
             continue
 
