@@ -167,7 +167,6 @@ def test_a_file_stored_before_run_result_reads_with_its_run_label(tmp_path):
     store = ResultStore(tmp_path)
     store.path_for("0123456789ab").write_text(json.dumps(old, indent=1))
     result = store.load("0123456789ab")
-    assert isinstance(result.run, RunLabel)
     assert result.run == RunLabel(label="relu/0", arm="relu", seed=0)
     assert result.provenance == old["provenance"] and result.machine_load is None
     assert result.extra == {"zero_grad_fraction": 0.125}
