@@ -53,9 +53,8 @@ def test_the_defaults_and_the_edges_of_options_and_a_request_are_allowed():
     assert default.notes() == []  # bf16 alone is noted
     (note,) = RunOptions(precision="bf16").notes()
     assert "bf16" in note
-    request = RunRequest("runs", "quick")  # a str names the same folder
+    request = RunRequest("runs", "quick")  # a str names the same folder: Path("runs")
     assert request == RunRequest(Path("runs"), "quick", 0, "fp32", 0.0)  # the planned seeds only
-    assert isinstance(request.results, Path)
     assert RunRequest(Path("runs"), "full", budget_s=None).budget_s is None  # no limit
 
 

@@ -193,8 +193,7 @@ def test_quick_refines_each_interior_optimum_on_both_tuning_seeds(name):
     arms = {s.payload["arm"] for s in first}
     seeds = sorted({s.seed for s in first})
     assert len(seeds) == 2 and len(first) == 3 * len(arms) * 2
-    assert len(more) == 1
-    refined = more[0]
+    (refined,) = more
     assert len(refined) == 2 * len(arms) * 2
     for arm in arms:
         runs = [s for s in refined if s.payload["arm"] == arm]
