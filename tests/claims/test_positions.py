@@ -293,7 +293,6 @@ def test_c29_conditional_with_the_nope_order_probe(tmp_path):
 def test_c31_is_decided_by_counts_and_the_sdpa_call(tmp_path):
     row = _row(tmp_path, _data({}, cost=_cost()), "C31")
     assert row.verdict == "confirmed", row.summary
-    assert [p.name for p in row.parts] == list(registered("C31", "quick"))
     assert all(p.verdict == "confirmed" and p.decision is None for p in row.parts)
     by_name = {p.name: p for p in row.parts}
     assert by_name[C31_ROPE_PARAMS_PART].estimate.value == 0
