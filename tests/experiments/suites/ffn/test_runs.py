@@ -9,7 +9,6 @@ from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.base import TUNING_SEEDS
 from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.trainer import build_model
-from blocklab.nn import DecoderLM
 from blocklab.nn.ffn import equal_param_gated_width
 
 LRS = dict.fromkeys(ffn.ARMS, 3e-3)
@@ -19,14 +18,12 @@ TINY = RunOptions("tiny")
 @pytest.mark.parametrize("size", ["quick", "full"])
 def test_arms_hold_equal_parameters_within_one_percent_as_built(size):
     d = ffn.SIZES[size].d_model
+    # count_params, the built model's count for every FFN (tests/budget/test_against_torch.py)
     counts = {arm: ffn.param_count(arm, ffn.SIZES[size]) for arm in ffn.ARMS}
     assert max(counts.values()) / min(counts.values()) - 1 < 0.01
     for arm in ffn.ARMS:
         gated = arm in ("glu", "reglu", "geglu", "swiglu", "bilinear")
         assert ffn.ffn_width(arm, d) == (equal_param_gated_width(4 * d) if gated else 4 * d)
-    for arm in ("relu", "swiglu"):  # the budget's count is the built model's
-        model = DecoderLM(ffn.model_config(arm, ffn.SIZES[size]))
-        assert sum(p.numel() for p in model.parameters()) == counts[arm]
 
 
 def test_every_arm_changes_the_forward_output_and_nothing_else():
