@@ -156,7 +156,6 @@ def test_a_part_shows_the_interval_that_decided_it(graded):
     assert bracket in found(c16, "en") and bracket in found(c16, "zh")
     # and the number check catches a number the result does not hold
     c23 = next(r for r in graded if r.id == "C23")
-    assert not _unheld(c23, found(c23, "en"))
     assert _unheld(c23, "FFN 99.5% of prefill FLOPs") == ["99.5"]
 
 
