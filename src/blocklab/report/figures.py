@@ -601,11 +601,12 @@ def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
 
 
 # --- position ------------------------------------------------------------------------------------
-def _mean(stats: Read | None) -> float:
-    """The mean of an Interval; NaN for no mean, no interval or an unavailable read (str)."""
-    if isinstance(stats, Interval) and stats.mean is not None:
-        return stats.mean
-    return math.nan
+def _mean(stats: Read | float | None) -> float:
+    """The mean of an Interval, or a mean stored as a number (a passkey accuracy); NaN for no
+    mean, no interval or an unavailable read (str)."""
+    if isinstance(stats, Interval):
+        stats = stats.mean
+    return float(stats) if isinstance(stats, int | float) else math.nan
 
 
 def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
@@ -617,19 +618,17 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
     scaled = [a for a in arms if a == "rope" or a.startswith("rope+")]
     fig, axes = _new(12, 4.2, 3, 1)
 
-    def loss_curve(name: str) -> list[float]:
-        entry = arms[name]
-        return [_mean(entry.loss_at_L) if m == 1 else _mean(entry.loss_beyond_L[str(m)])
-                for m in mults]
-
     for ax, names, title in ((axes[0, 0], base, "position schemes"),
                              (axes[0, 1], scaled, "RoPE with scaling at inference")):
         if not names:
             _say_empty(ax, f"{title}: none stored")
             continue
         for i, name in enumerate(names):
+            entry = arms[name]
             style = "--" if "+ft" in name else "-"
-            ax.plot(mults, loss_curve(name), MARKERS[i % len(MARKERS)] + style, ms=4, lw=1.3,
+            loss = [_mean(entry.loss_at_L if m == 1 else entry.loss_beyond_L[str(m)])
+                    for m in mults]
+            ax.plot(mults, loss, MARKERS[i % len(MARKERS)] + style, ms=4, lw=1.3,
                     color=arm_colour(name), label=name)
         ax.set_xscale("log", base=2)
         ax.set_xticks(mults, [f"{m}×" for m in mults])
@@ -670,7 +669,7 @@ def fig_passkey(doc: dict[str, Any]) -> bytes | None:
     import numpy as np
     from matplotlib import colormaps
 
-    grid = np.array([[_number(pk.by_length.get(str(m))) for m in mults]  # n/a: not read
+    grid = np.array([[_mean(pk.by_length.get(str(m))) for m in mults]  # n/a: not read
                      for pk in arms.values()])
     fig, [[ax]] = _new(1.2 * len(mults) + 3, 0.32 * len(arms) + 1.4)
     cmap = colormaps["viridis"].with_extremes(bad="#d0d0d0")  # grey: cannot run there
@@ -765,10 +764,6 @@ def fig_position_cost(doc: dict[str, Any]) -> bytes | None:
            title=f"position cost, 1 thread, {data.cost.repeats} interleaved repeats", grid="y",
            legend=8)
     return _png(fig)
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else math.nan
 
 
 def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
@@ -879,7 +874,7 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
                          label=f"page: {low:g}–{high:g}% better")
         left.set_xscale("log")
         _label(left, "parameters (ReLU model)", "SwiGLU − ReLU val loss, %",
-               "C16: SwiGLU vs ReLU by model size", grid=None, legend=7)
+               "C16: SwiGLU vs ReLU by model size", legend=7)
     else:
         _say_empty(left, "C16 by model size:\nfewer than two model sizes stored")
     if by_depth:
@@ -890,12 +885,11 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
         right.plot([e.depth for e in chosen], [e.warmup_interaction.mean for e in chosen],
                    color=arm_colour("post"), lw=1)
         _label(right, "depth (layers)", "(post cold − warm) − (pre cold − warm), nats",
-               "C19: post-norm's need for warmup by depth (tuned lrs)", grid=None)
+               "C19: post-norm's need for warmup by depth (tuned lrs)")
     else:
         _say_empty(right, "C19 by depth:\nfewer than two depths stored")
     for ax in (left, right):
         ax.axhline(0.0, color="grey", lw=1)
-        ax.grid(True, alpha=0.3)
     return _png(fig)
 
 

@@ -139,18 +139,15 @@ def machines_of(results: Path, size: str) -> list[str]:
 
 def _check_args(args: argparse.Namespace) -> RunRequest:
     """What the arguments ask the ledger to read; InputError naming an unusable option."""
+    from blocklab.cli.report import read_results
+
     read_readme(args.readme)
     if args.size not in SIZES:
         raise InputError(f"--size {args.size!r} is not allowed; expected one of {list(SIZES)}")
-    if not args.results.strip():
-        raise InputError("--results '' is empty; expected a folder of suite results")
-    results = Path(args.results)
+    results = read_results(args.results)  # not empty, not a file
     if not results.exists():
         raise InputError(f"--results {args.results!r}: no such folder; run `blocklab report "
                          f"--size {args.size} --results {args.results}` first")
-    if not results.is_dir():
-        raise InputError(f"--results {args.results!r} is a file; expected a folder of suite "
-                         "results")
     return RunRequest(results, args.size)
 
 
