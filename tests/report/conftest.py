@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from blocklab.experiments.options import RunRequest
+from blocklab.report.build import build_report
+
 from ..claims.test_brief import unrun  # noqa: F401 - the fixture: every claim, no results stored
 from ..conftest import _flock, _shared_folder
 
@@ -15,9 +18,6 @@ def tiny_report(tmp_path_factory, tiny_runs) -> tuple[Path, dict]:
     """The English report of `tiny_runs`, figures rasterized, built once per test session (the
     first worker builds it, the others wait): (its index.html, the document its report.json
     holds). Read it, never write to it: copy it first."""
-    from blocklab.experiments.options import RunRequest
-    from blocklab.report.build import build_report
-
     shared = _shared_folder(tmp_path_factory)
     out, done = shared / "tiny-report", shared / "tiny-report.done"
     with _flock(shared / "tiny-report.lock", fcntl.LOCK_EX):
