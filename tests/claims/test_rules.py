@@ -323,11 +323,8 @@ def test_two_seed_sets_almost_never_give_opposite_decisions():
     pairs, n = 300, 10
     opposite = {"old": 0, "new": 0}
     for _ in range(pairs):
-        found = []
-        for _ in range(2):
-            d = rng.normal(0.5, 1.0, n)
-            iv = stats.paired_interval(d)
-            found.append(Estimate(iv.value, iv.ci_low, iv.ci_high, n, iv.sd))
+        ivs = [stats.paired_interval(rng.normal(0.5, 1.0, n)) for _ in range(2)]
+        found = [Estimate(iv.value, iv.ci_low, iv.ci_high, n, iv.sd) for iv in ivs]
         old = {old_grade(rule, e) for e in found}
         new = {decide(rule, e, explain=False).verdict for e in found}
         opposite["old"] += old == {CONFIRMED, NOT_REPRODUCED}
