@@ -320,12 +320,6 @@ def _t_quantile(q: float, df: int) -> float:
     return float(special.stdtrit(df, q))  # = scipy.stats.t.ppf(q, df)
 
 
-def _ses(e: Estimate, n: int) -> tuple[float, float]:
-    """Standard errors below and above the value, read off the 95% interval's two arms."""
-    t = _t_quantile(1 - ALPHA / 2, n - 1)
-    return (e.value - e.ci_low) / t, (e.ci_high - e.value) / t
-
-
 def _p_above(x: float, se: float, df: int) -> float:
     """Two-sided-scale p of the one-sided test that the effect is ≤ 0, given the estimate
     exceeds the null by x with standard error se: 2·P(T_df ≥ x / se), capped at 1."""
@@ -419,7 +413,9 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
                                       f"{rule.min_seeds}", None, alpha, boundary,
                         None, None)
     df = n - 1
-    se_lo, se_hi = _ses(e, n)
+    # standard errors below and above the value, read off the 95% interval's two arms
+    t95 = _t_quantile(1 - ALPHA / 2, df)
+    se_lo, se_hi = (e.value - e.ci_low) / t95, (e.ci_high - e.value) / t95
     sd = e.sd if e.sd is not None else (se_lo + se_hi) / 2 * math.sqrt(n)
     ci = _rescaled(e.value, se_lo, se_hi, df, 1 - alpha)  # two-sided readings
     tost = _rescaled(e.value, se_lo, se_hi, df, 1 - 2 * alpha)  # two one-sided tests
