@@ -96,11 +96,6 @@ def _shown(text: str | Path, count: bool = True) -> str:
     return repr(text[:40] + "…" + text[-40:]) + (f" ({len(text)} characters)" if count else "")
 
 
-def _where(folder: Path) -> str:
-    return (f"the working directory {_shown(Path.cwd())}" if str(folder) == "." else
-            f"the folder {_shown(folder)}")
-
-
 def _limits(path: Path) -> tuple[int, int]:
     """(NAME_MAX, PATH_MAX) of the file system of the nearest existing part of `path`."""
     for part in (path, *path.parents):
@@ -190,8 +185,10 @@ def _check_writable(nearest: Path, folder: Path, option: str, shown: str) -> Non
                       err.strerror or str(err))
     if reason is None:
         return
+    where = (f"the working directory {_shown(Path.cwd())}" if str(nearest) == "." else
+             f"the folder {_shown(nearest)}")
     made = "" if nearest == folder else f", so {_shown(folder)} cannot be created in it"
-    raise NotWritable(f"{option} {shown}: {_where(nearest)} is not writable ({reason}){made}")
+    raise NotWritable(f"{option} {shown}: {where} is not writable ({reason}){made}")
 
 
 def _read_only_mount(folder: Path) -> bool:
