@@ -207,17 +207,14 @@ def _mismatch_at(kind: Any, value: Any, loc: tuple, where: str) -> str:
             where = f"{where}[{key}]"
         else:  # a union (pydantic's next key names a member), or the value itself
             break
-    return f"{where or 'value'}: expected {_name(kind)}, found {shown(value)}"
+    name = getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
+    return f"{where or 'value'}: expected {name}, found {shown(value)}"
 
 
 def shown(value: Any) -> str:
     """`value` as an error message shows it: its repr, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _name(kind: Any) -> str:
-    return getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
 
 
 def json_safe(value: Any, named: bool = False) -> Any:
