@@ -186,7 +186,6 @@ class ModelConfig:
 
     @property
     def windowed_layers(self) -> int:
-        """How many layers attend through `sliding_window`."""
         return sum(self.attention_window(i) is not None for i in range(self.n_layers))
 
     @property

@@ -373,5 +373,4 @@ def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: boo
 
 
 def exit_code(findings: list[Finding]) -> int:
-    """1 when any finding is an error, else 0."""
     return 1 if any(f.level == "error" for f in findings) else 0

@@ -58,7 +58,6 @@ def _zoo_dir():
 
 
 def list_zoo() -> list[str]:
-    """Names of the bundled zoo models, sorted."""
     return sorted(p.name[:-5] for p in _zoo_dir().iterdir() if p.name.endswith(".json"))
 
 

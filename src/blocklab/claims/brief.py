@@ -117,7 +117,6 @@ def _value(part: Part, unit: str = "") -> str:
 
 # --- reading a result ----------------------------------------------------------------------------
 def _part(result: ClaimResult, name: str) -> Part | None:
-    """The part named `name` (exactly), or None."""
     return next((p for p in result.parts if p.name == name), None)
 
 
@@ -141,7 +140,6 @@ def _tally(result: ClaimResult, lang: str) -> str:
 
 
 def _check(result: ClaimResult, prefix: str) -> dict[str, Any]:
-    """The first check of the evidence whose name starts with `prefix`."""
     return next(c for c in result.evidence["checks"] if c["check"].startswith(prefix))
 
 

@@ -99,7 +99,6 @@ class Looks:
 
 
 def claims_of(names: Sequence[str]) -> list[str]:
-    """The experimental claims graded on the suites `names`, in id order."""
     return sorted(cid for cid, suite in SUITE_OF.items() if suite in names)
 
 

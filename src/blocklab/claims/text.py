@@ -57,7 +57,6 @@ def say(template: Template, lang: str, /, **fields: object) -> str:
 
 
 def both(template: Template, /, **fields: object) -> tuple[str, str]:
-    """`template` in English and in Chinese, the same fields filled."""
     return template[0].format(**fields), template[1].format(**fields)
 
 
