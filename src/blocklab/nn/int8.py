@@ -54,9 +54,7 @@ def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 def int8_scale(w: Tensor, granularity: str) -> Tensor:
     """Scale(s) of `w` [n_out, n_in]: [1, 1] per-tensor or [n_out, 1] per-row, float32."""
     _check_choice("granularity", granularity, GRANULARITIES)
-    w = w.float()
-    amax = w.abs().amax() if granularity == "per-tensor" else w.abs().amax(dim=1)
-    amax = amax.reshape(1, 1) if granularity == "per-tensor" else amax.reshape(-1, 1)
+    amax = w.float().abs().amax(dim=(0, 1) if granularity == "per-tensor" else 1, keepdim=True)
     return (amax / HALF_RANGE).clamp(min=torch.finfo(torch.float32).eps)
 
 
@@ -189,12 +187,8 @@ def quantize_model(model: nn.Module, part: str, mode: str,
 def nonfinite_weights(model: nn.Module) -> dict[str, int]:
     """{name: count of NaN or ±inf entries} for every parameter of `model` that holds any;
     such a weight's int8 scale is NaN or inf, so no error measured through it means anything."""
-    counts = {}
-    for name, weight in model.named_parameters():
-        bad = int((~torch.isfinite(weight)).sum())
-        if bad:
-            counts[name] = bad
-    return counts
+    return {name: bad for name, weight in model.named_parameters()
+            if (bad := int((~torch.isfinite(weight)).sum()))}
 
 
 __all__ = ["GRANULARITIES", "MODES", "PARTS", "SWIGLU_SCHEMES", "fake_quantize",
