@@ -127,7 +127,7 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
                     workers: int) -> dict[str, Any]:
     """What more seeds would decide: each inconclusive part's extra seeds to `seeds_needed`
     (80% power at the observed spread), priced at the stored wall time per seed of the arms it
-    compares (`part_arms`; else the whole suite) on `workers` processes, timed runs alone.
+    compares (`part_arms`) on `workers` processes, timed runs alone.
     `seconds`: what the sequential runner takes for the parts within REACH_S (`looks_seconds`),
     so what `--budget` spends. Parts without a spread are `unsized`; parts past their design's
     max_seeds, or with a fixed one, are `beyond_design`, with the redesign each needs."""
@@ -153,11 +153,10 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
                 beyond_design.append(entry)
                 continue
             arms = sorted({c["arm"] for c in costs})
-            # a part measured on seeds must name its arms; another (an exact count, timing
-            # repeats) may name none, and is priced at the whole suite
-            chosen = part_arms(row["id"], part["name"], part["rule"]["metric"], arms,
-                               seeded=part["rule"]["max_seeds"] is not None)
-            runs = [c for c in costs if c["arm"] in (chosen or arms)]
+            # past the checks above, the part has max_seeds: it is measured on seeds, so
+            # `part_arms` names its arms (never none)
+            chosen = part_arms(row["id"], part["name"], part["rule"]["metric"], arms)
+            runs = [c for c in costs if c["arm"] in chosen]
             units = n or len({c["seed"] for c in runs}) or 1
             extra = max(int(needed) - n, 0)
             # seconds per extra seed of each arm: in the worker pool, and alone (timed runs)
@@ -165,11 +164,11 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
                                  if c["arm"] == arm and not c["timed"]) / units,
                              sum(c["wall_time_s"] for c in runs
                                  if c["arm"] == arm and c["timed"]) / units)
-                       for arm in (chosen or arms)}
+                       for arm in chosen}
             pool = sum(p for p, _ in per_arm.values())
             alone = sum(a for _, a in per_arm.values())
             seconds = extra * (pool / workers + alone)
-            entry.update({"suite": suite, "arms": chosen or arms, "whole_suite": not chosen,
+            entry.update({"suite": suite, "arms": chosen, "whole_suite": not chosen,
                           "extra_seeds": extra, "seed_cost_s": pool + alone,
                           "seconds": seconds, "within_reach": seconds <= REACH_S,
                           "_per_arm": per_arm, "_rule": Rule(**part["rule"])})

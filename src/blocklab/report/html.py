@@ -238,11 +238,8 @@ def design_words(design: dict[str, Any], lang: str, still_open: int) -> str:
 
 
 def open_parts(budget: dict[str, Any] | None) -> int:
-    """How many parts are still open: the rows of `budget_rows`."""
-    if not budget:
-        return 0
-    return (len(budget["parts"]) + len(budget.get("beyond_design") or [])
-            + len(budget["unsized"]))
+    """How many parts are still open: the rows of `budget_rows` (in any language)."""
+    return len(budget_rows(budget, "en")) if budget else 0
 
 
 def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
