@@ -52,9 +52,7 @@ class Anchor:
         return ", ".join(bits)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "claims": list(self.claims), "effects": dict(self.effects),
-                "flops": self.flops,
-                "scale": self.scale_text()}
+        return {**asdict(self), "flops": self.flops, "scale": self.scale_text()}
 
 
 def short_source(source: str) -> str:
