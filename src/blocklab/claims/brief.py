@@ -123,12 +123,7 @@ def _part(result: ClaimResult, name: str) -> Part | None:
 def _parts_at(result: ClaimResult, pattern: str) -> list[tuple[int, Part]]:
     """(multiple, part) for each part whose name matches `pattern` in full, its one group the
     multiple ('RoPE works at (\\d+)×'), in the order graded."""
-    out = []
-    for p in result.parts:
-        m = re.fullmatch(pattern, p.name)
-        if m:
-            out.append((int(m.group(1)), p))
-    return out
+    return [(int(m.group(1)), p) for p in result.parts if (m := re.fullmatch(pattern, p.name))]
 
 
 def _tally(result: ClaimResult, lang: str) -> str:
