@@ -292,13 +292,11 @@ def rope_identity() -> list[Check]:
     g = "RoPE"
     rng = np.random.default_rng(2)
     q, k = rng.normal(size=8), rng.normal(size=8)
-    checks = []
-    for layout in ref.ROPE_LAYOUTS:
-        gap = ref.relative_position_gap(q, k, 7, 3, 1000, layout=layout)
-        checks.append(Check(g, f"q_m·k_n depends on m−n only ({layout})", "C20",
-                            "score(7,3) = score(1007,1003)", f"Δ = {gap:.2e}", gap, 1e-9,
-                            gap <= 1e-9))
-    return checks
+    gaps = {layout: ref.relative_position_gap(q, k, 7, 3, 1000, layout=layout)
+            for layout in ref.ROPE_LAYOUTS}
+    return [Check(g, f"q_m·k_n depends on m−n only ({layout})", "C20",
+                  "score(7,3) = score(1007,1003)", f"Δ = {gap:.2e}", gap, 1e-9, gap <= 1e-9)
+            for layout, gap in gaps.items()]
 
 
 def rope_gap_by_shift() -> dict[str, float]:
