@@ -485,7 +485,7 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
         _plain_log_ticks(ax.yaxis)
-        _label(ax, "d (hidden size)", title=title, grid=None)
+        _label(ax, "d (hidden size)", title=title)
     if steps:
         step_ax = panels[-1]
         keys = sorted(steps, key=lambda k: (steps[k].threads, steps[k].path))
@@ -494,12 +494,11 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
         step_ax.set_xticks(range(len(steps)), [f"{steps[k].path}\n{steps[k].threads} "
                                                "thread(s)" for k in keys], fontsize=8)
         step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
-        step_ax.set_title("whole training step" + (
-            "" if ratios else f"\n(per-kernel timings: run {AT_FULL})"), fontsize=10)
+        _label(step_ax, title="whole training step" + (
+            "" if ratios else f"\n(per-kernel timings: run {AT_FULL})"))
     for ax in panels:
         ax.axhline(1.0, color="grey", lw=1)
         ax.axhline(0.93, color=CLAIM_SHADE, ls=":", lw=1, label="page: 7% less")
-        ax.grid(True, alpha=0.3)
     _label(panels[0], y="time ratio RMSNorm / LayerNorm", grid=None, legend=7)
     return _png(fig)
 
