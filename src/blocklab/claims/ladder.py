@@ -193,11 +193,8 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
     equivalence = part_rule.test == "equivalence"
     boundary = part_rule.claimed + part_rule.margin if equivalence else \
         claimed_boundary(part_rule)
-    points = []
-    for rung in rungs:
-        found = rung.estimate(part)
-        if found is not None and rung.flops is not None and base:
-            points.append((rule.rungs_above(rung.flops, base), found))
+    points = [(rule.rungs_above(rung.flops, base), found) for rung in rungs
+              if (found := rung.estimate(part)) is not None and rung.flops is not None and base]
     appears, confirmed = first_decided(part, rungs), first_decided(part, rungs, (CONFIRMED,))
     if len({x for x, _ in points}) < 3:
         return PartTrend(part, boundary, None, None, len(points), appears, confirmed)
@@ -211,16 +208,13 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
 
 def ladder_dict(ladder: Ladder) -> dict:
     """The ladder as `blocklab ladder --json` gives it; `x`: a compute in rungs above quick."""
-    rungs = []
-    for r in ladder.rungs:
-        res = r.result
-        rungs.append({
-            "size": r.size, "multiple": r.multiple, "precision": r.precision,
-            "flops": r.flops, "x": None if r.flops is None else ladder.x_of(r.flops),
-            "scale": None if res is None else res.scale,
-            "verdict": None if res is None else res.verdict,
-            "error": None if res is None else res.error,
-            "parts": [] if res is None else [p.to_dict() for p in res.parts]})
+    rungs = [{"size": r.size, "multiple": r.multiple, "precision": r.precision,
+              "flops": r.flops, "x": None if r.flops is None else ladder.x_of(r.flops),
+              "scale": None if r.result is None else r.result.scale,
+              "verdict": None if r.result is None else r.result.verdict,
+              "error": None if r.result is None else r.result.error,
+              "parts": [] if r.result is None else [p.to_dict() for p in r.result.parts]}
+             for r in ladder.rungs]
     rules = registered(ladder.claim, "quick")
     bands = {name: [r.claimed - r.margin, r.claimed + r.margin] if r.test == "equivalence"
              else None for name, r in rules.items()}
