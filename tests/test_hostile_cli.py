@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from blocklab.cli import main
+from blocklab.cli import main, warn_if_bf16_emulated
 from blocklab.errors import InputError
 from blocklab.experiments import env
 
@@ -91,8 +91,6 @@ def _warnings(err: str) -> list[str]:
 
 
 def test_the_warning_only_for_bf16_on_a_cpu_without_bf16_units(capsys, monkeypatch):
-    from blocklab.cli import warn_if_bf16_emulated
-
     _cpu(monkeypatch, "avx2")
     warn_if_bf16_emulated("bf16")
     (warning,) = _warnings(capsys.readouterr().err)

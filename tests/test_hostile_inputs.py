@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 
 import pytest
 import torch
@@ -139,7 +140,6 @@ def test_load_hf_integer_weights_are_refused(checkpoint, name, kind):
 
 
 def test_load_hf_config_far_larger_than_the_weights_fails_before_building(checkpoint):
-    import resource
     config = json.loads((checkpoint / "config.json").read_text())
     config["vocab_size"] = 50_000_000  # a 6.4 GB model against a 1 MB checkpoint
     (checkpoint / "config.json").write_text(json.dumps(config))
@@ -153,12 +153,10 @@ def test_load_hf_config_far_larger_than_the_weights_fails_before_building(checkp
 
 # --- the CLI's own contract ---------------------------------------------------------------------
 def test_a_bug_is_not_reported_as_bad_input(monkeypatch, capsys):
-    import blocklab.verify
-
     def broken(groups):
         raise ValueError("a bug deep inside, not the user's input")
 
-    monkeypatch.setattr(blocklab.verify, "run_checks", broken)
+    monkeypatch.setattr("blocklab.verify.run_checks", broken)
     code, _, err = run_cli(["verify"], capsys)
     assert code == 1
     assert err.strip().splitlines() == [

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.experiments.summaries import TINY_NOTE
+from blocklab.jsonio import read_json
 
 from .conftest import run_cli
 
@@ -21,12 +22,10 @@ from .conftest import run_cli
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if the ledger starts: bad input must be refused before any check runs."""
-    import blocklab.claims
-
     def forbidden(*args, **kwargs):
         raise AssertionError("the ledger ran on bad input")
 
-    monkeypatch.setattr(blocklab.claims, "run_claims", forbidden)
+    monkeypatch.setattr("blocklab.claims.run_claims", forbidden)
 
 
 # --- claims --results ----------------------------------------------------------------------------
@@ -162,8 +161,6 @@ def test_a_damaged_run_file_is_named_and_run_again(results, capsys):
     assert f"{len(run_ids) - 1} of {len(run_ids)} runs were already stored" in notes
     said = f"{target}: {message}"
     assert said in err and said in notes
-    from blocklab.jsonio import read_json
-
     assert read_json(target)["status"] == read_json(tuning)["status"] == "ok"  # strict again
     assert {p: b for p, b in _snapshot(results).items() if p in others} == others
     assert set(_snapshot(results)) == {*others, target, tuning, folder / "summary.json"}

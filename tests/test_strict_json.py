@@ -10,7 +10,8 @@ import pytest
 
 from blocklab.cli import main
 from blocklab.errors import InputError, ResultsError
-from blocklab.jsonio import MAX_DEPTH, parse_json
+from blocklab.experiments.results import result_json
+from blocklab.jsonio import MAX_DEPTH, output_json, parse_json
 
 # (text, what the message must say after "source: ")
 NOT_STRICT = [
@@ -52,9 +53,6 @@ def test_strict_json_still_reads_what_blocklab_writes():
 
 def test_blocklab_never_writes_what_it_refuses_to_read():
     """Stored results write a non-finite number as null, `--json` output by name."""
-    from blocklab.experiments.results import result_json
-    from blocklab.jsonio import output_json
-
     value = {"x": float("nan"), "y": [float("inf"), -float("inf")], "z": (1,)}
     assert parse_json(result_json(value), "f") == {"x": None, "y": [None, None], "z": [1]}
     assert parse_json(output_json(value), "f") == {"x": "NaN", "y": ["Infinity", "-Infinity"],
