@@ -134,31 +134,24 @@ def test_the_band_at_the_meeting_points_holds_the_threshold_exactly_if_the_slope
     assert found.low is None and found.high is None
 
 
-@pytest.mark.parametrize("tau", [0.0, 0.65, 1.5])
-def test_the_slope_interval_covers_at_its_level_with_rung_level_noise(tau):
-    """2,000 ladders of 4 rungs × 5 seeds off a slope of −0.3 by τ seed sds (C16: ~0.65):
-    the interval covers 95% ± 1.5% at every τ; a per-seed regression falls short once τ > 0."""
+@pytest.mark.parametrize(("tau", "counts"), [
+    (0.0, (5, 5, 5, 5)), (0.65, (5, 5, 5, 5)), (1.5, (5, 5, 5, 5)),
+    (0.65, (10, 5, 5, 5)),  # ten seeds at quick: a ladder whose quick rung the report ran
+])
+def test_the_slope_interval_covers_at_its_level_with_rung_level_noise(tau, counts):
+    """2,000 ladders of 4 rungs off a slope of −0.3 by τ seed sds (C16: ~0.65), equal seeds
+    a rung or not: the interval covers 95% ± 1.5% at every τ; a per-seed regression falls
+    short once τ > 0."""
     rng = np.random.default_rng(7)
     covered = old = 0
     for _ in range(2000):
-        seeds = {x: -0.3 * x + rng.normal(0, tau) + rng.normal(0, 1.0, 5) for x in range(4)}
+        seeds = {x: -0.3 * x + rng.normal(0, tau) + rng.normal(0, 1.0, n)
+                 for x, n in enumerate(counts)}
         fit = fit_line([(x, _interval(v)) for x, v in seeds.items()])
         covered += fit.slope_low <= -0.3 <= fit.slope_high
-        xs = np.repeat(np.arange(4.0), 5)
+        xs = np.repeat(np.arange(4.0), counts)
         ref = stats.linregress(xs, np.concatenate(list(seeds.values())))
-        old += abs(ref.slope + 0.3) <= stats.t.ppf(0.975, 18) * ref.stderr
+        old += abs(ref.slope + 0.3) <= stats.t.ppf(0.975, len(xs) - 2) * ref.stderr
     assert abs(covered / 2000 - 0.95) < 0.015
     if tau >= 0.65:
         assert old / 2000 < 0.85
-
-
-def test_unequal_seeds_keep_the_coverage():
-    """Ten seeds at quick and five above it (as a ladder whose quick rung the report ran)."""
-    rng = np.random.default_rng(11)
-    covered = 0
-    for _ in range(2000):
-        seeds = {x: 0.2 * x + rng.normal(0, 0.65) + rng.normal(0, 1.0, n)
-                 for x, n in enumerate((10, 5, 5, 5))}
-        fit = fit_line([(x, _interval(v)) for x, v in seeds.items()])
-        covered += fit.slope_low <= 0.2 <= fit.slope_high
-    assert covered / 2000 >= 0.93
