@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,9 +43,6 @@ class Check:
         object.__setattr__(self, "passed", bool(self.passed))
         if self.max_error is not None:
             object.__setattr__(self, "max_error", float(self.max_error))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _fmt(values) -> str:

@@ -29,7 +29,7 @@ def verify(
     seconds = time.perf_counter() - start
     failed = [c for c in checks if not c.passed]
     if as_json:
-        typer.echo(json_text({"checks": [c.to_dict() for c in checks], "passed": not failed,
+        typer.echo(json_text({"checks": checks, "passed": not failed,
                              "n_checks": len(checks), "n_failed": len(failed),
                              "seconds": round(seconds, 4)}, indent=2))
     else:

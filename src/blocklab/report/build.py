@@ -316,7 +316,7 @@ def _normalization() -> dict[str, Any]:
 
     tables = {f"{eps:g}": shift_scale_table(list(SHIFT_SCALE_X), eps=eps, shift=2.0, scale=3.0)
               for eps in SHIFT_SCALE_EPS}
-    checks = [c.to_dict() for c in run_checks(["jacobians"])]
+    checks = [asdict(c) for c in run_checks(["jacobians"])]
     return {"x": list(SHIFT_SCALE_X), "shift": 2.0, "scale": 3.0,
             "channel_scales": [float(i + 1) for i in range(len(SHIFT_SCALE_X))],
             "shift_scale": tables, "jacobian_checks": checks,
