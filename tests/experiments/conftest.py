@@ -4,7 +4,9 @@ from here."""
 
 import json
 import os
+import select
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from blocklab.config import ModelConfig
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites import base
+from blocklab.experiments.summaries import Interval, Summary, Table
+from blocklab.experiments.trainer import TrainConfig
 
 
 @pytest.fixture(scope="session")  # frozen configs: one for every test
@@ -22,8 +27,6 @@ def tiny_model():
 
 @pytest.fixture(scope="session")
 def tiny_train():
-    from blocklab.experiments.trainer import TrainConfig
-
     return TrainConfig(steps=8, batch_size=4, seq_len=32, lr=3e-3, eval_every=4, eval_batches=1,
                        log_every=2, threads=1)
 
@@ -35,10 +38,7 @@ class Nothing:
 
 def plain_suite(name: str, plan, **kwargs):
     """A suite of `plan` (options, tuned -> specs) whose summary holds `Nothing`."""
-    from blocklab.experiments.suites.base import Suite
-    from blocklab.experiments.summaries import Summary
-
-    return Suite(name, name, plan, lambda options, results: Summary(
+    return base.Suite(name, name, plan, lambda options, results: Summary(
         name, options.size, len(options.seeds), [], data=Nothing()), Nothing, **kwargs)
 
 
@@ -50,10 +50,6 @@ class ToyData:
 def toy_suite(before=None):
     """Arms a and b × the seeds: run a/s measures s + 1, b/s measures s (a paired difference of
     1). Each run first calls `before(arm, seed)`; a result it returns is the run's."""
-    from blocklab.experiments.run_result import RunResult
-    from blocklab.experiments.suites import base
-    from blocklab.experiments.summaries import Summary, Table
-
     def plan(options, tuned=()):
         specs = []
         for arm in ("a", "b"):
@@ -106,9 +102,6 @@ def start_as(uid: int, job) -> tuple[int, int]:
 
 
 def finish(pid: int, read: int, timeout_s: float = 60) -> dict:
-    import select
-    import signal
-
     if not select.select([read], [], [], timeout_s)[0]:  # a hang fails the test, not CI
         os.kill(pid, signal.SIGKILL)
     with os.fdopen(read, "rb") as pipe:

@@ -11,8 +11,10 @@ from blocklab.budget.flops import prefill_flops
 from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.experiments import estimate
+from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
 from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites import get_suite
+from blocklab.experiments.trainer import TrainConfig
 from blocklab.report.build import SUITES
 
 MODEL = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_seq_len=16)
@@ -94,9 +96,6 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
 
 
 def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
-    from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
-    from blocklab.experiments.trainer import TrainConfig
-
     model = MODEL
     timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.006, call_s=0.001)
     key = estimate._key(model, 4, 16, "fp32")

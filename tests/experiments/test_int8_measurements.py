@@ -25,6 +25,7 @@ from blocklab.experiments.int8_measurements import (
 from blocklab.experiments.int8_records import SchemeTimes
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.quantize.timing import TimedShape, TimingRecord, scheme_rows
+from blocklab.nn import DecoderLM
 
 # Measured speed-ups may exceed the measured bound by this factor before the test fails: on a
 # shared 2-core machine a millisecond-long prefill moves by tens of percent between calls.
@@ -125,8 +126,6 @@ def test_the_json_form_reads_back_as_the_same_timings():
 
 
 def test_without_part_frees_only_that_part():
-    from blocklab.nn import DecoderLM
-
     torch.manual_seed(0)
     model = DecoderLM(_cfg()).eval()
     free = without_part(model, "ffn")

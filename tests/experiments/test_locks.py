@@ -19,12 +19,13 @@ import pytest
 
 from blocklab.cli import main
 from blocklab.errors import Busy, LockUnavailable
-from blocklab.experiments import locks
+from blocklab.experiments import locks, suites
 from blocklab.experiments.locks import OthersCpu, machine_lock, suite_locks
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import RunSpec, Suite, run_suite
+from blocklab.report.build import _stored_runs
 
 from .conftest import OWNER, USER, finish, needs_root, plain_suite, run_as, start_as
 
@@ -173,8 +174,6 @@ def _suite(specs: list[RunSpec]) -> Suite:
 
 
 def test_ctrl_c_says_how_many_runs_were_kept(tmp_path, monkeypatch, capsys):
-    from blocklab.experiments import suites
-
     def stop(progress):
         raise KeyboardInterrupt
 
@@ -220,8 +219,6 @@ def test_a_results_or_out_folder_that_is_a_file(tmp_path, one_line_exit_2, argv,
 
 
 def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkeypatch):
-    from blocklab.report.build import _stored_runs
-
     class Busy:
         def __enter__(self):
             self.share = 0.4

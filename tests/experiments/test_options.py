@@ -4,15 +4,19 @@ RunRequest: checked the same way, and the options and commands it gives each sui
 is tested once, at one door: the seed offset at RunRequest, the device at RunOptions, the
 precision in tests/test_precision.py."""
 
+import ast
 import dataclasses
 from pathlib import Path
 
 import pytest
 
+import blocklab.experiments.suites as suites_package
 from blocklab.errors import InputError
 from blocklab.experiments import options as opts
 from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions, RunRequest
+from blocklab.experiments.results import run_id, train_identity
 from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.trainer import TrainConfig
 
 SIZES = r"\['tiny', 'quick', 'full', 'rung1', 'rung2', 'rung3'\]"
 
@@ -168,9 +172,6 @@ def test_a_request_gives_each_suite_its_options_and_its_commands():
 def test_the_device_reaches_every_suites_options_and_each_trainconfig_but_no_folder():
     """A request's device is its suites' options' device, and `TrainConfig.for_run` (where
     every suite builds its training) carries it; a run's identity and folder ignore it."""
-    from blocklab.experiments.results import run_id, train_identity
-    from blocklab.experiments.trainer import TrainConfig
-
     trains = _suite(("fp32", "bf16"))
     gpu = RunRequest(Path("runs"), "quick", device="cuda:1")
     options = gpu.options(trains)
@@ -192,10 +193,6 @@ def test_every_suite_builds_its_trainconfigs_through_for_run():
     payload says) and placement's lr schedule sums (arithmetic)."""
     not_training = {"norm_cost/timing.py": "time_training_steps",
                     "placement/runs.py": "lr_area"}
-    import ast
-
-    import blocklab.experiments.suites as suites_package
-
     root = Path(suites_package.__file__).parent
     direct = []
     for path in sorted(root.rglob("*.py")):

@@ -7,12 +7,17 @@ import json
 from pathlib import Path
 
 import torch
+from jinja2.utils import Namespace
 
+from blocklab.claims import ledger
+from blocklab.claims.catalogue import SUITE_OF
 from blocklab.experiments import provenance
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.suites import base, run_suite
 from blocklab.experiments.summaries import RunCount, Summary, load_summary, mixed_notes
+from blocklab.experiments.trainer import train
+from blocklab.report import html
 
 from .conftest import Nothing, plain_suite
 
@@ -50,8 +55,6 @@ def test_a_run_records_the_threads_it_ran_with_and_an_older_provenance_is_reused
 
 def test_a_training_run_records_its_device_precision_and_its_models_kernels(tiny_model,
                                                                             tiny_train):
-    from blocklab.experiments.trainer import train
-
     model, result = train(tiny_model, dataclasses.replace(tiny_train, threads=None))
     recorded = provenance.current().of_run(result)
     assert recorded.backends == model.backends() and "attention" in recorded.backends
@@ -132,12 +135,6 @@ def test_bf16_runs_that_ran_other_attention_kernels_say_which_and_how_many():
 
 # --- where it is said ----------------------------------------------------------------------------
 def test_the_report_and_the_ledger_say_it(tmp_path):
-    from jinja2.utils import Namespace
-
-    from blocklab.claims import ledger
-    from blocklab.claims.catalogue import SUITE_OF
-    from blocklab.report import html
-
     machines = [RunCount("CPU A [avx2]", 4), RunCount("CPU B [avx2 avx512f]", 2)]
     (sentence,) = mixed_notes(machines, [])
     summary = {"size": "quick", "runs": 6, "seeds": 3, "wall_time_s": 1.0, "tables": [],

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from blocklab.errors import ResultsError
+from blocklab.experiments import trainer
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import (
     Curves,
@@ -28,9 +29,7 @@ STAMPS = ["provenance", "run", "machine_load"]
 
 @pytest.fixture(scope="module")
 def trained(tiny_model, tiny_train) -> RunResult:
-    from blocklab.experiments import trainer as tr
-
-    return tr.run(tiny_model, tiny_train.replace(steps=4, eval_every=2))
+    return trainer.run(tiny_model, tiny_train.replace(steps=4, eval_every=2))
 
 
 def _stamped(result: RunResult) -> RunResult:

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from blocklab.experiments import synthetic as s
+from blocklab.nn import DecoderLM
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 12345])
@@ -72,8 +73,6 @@ class PasskeyReader(nn.Module):
 
 def test_passkey_accuracy_scores_a_perfect_reader_one_misaligned_zero_a_model_a_fraction(
         tiny_model):
-    from blocklab.nn import DecoderLM
-
     assert s.passkey_accuracy(PasskeyReader(), n=4, length=300, depth=0.4) == 1.0
     assert s.passkey_accuracy(PasskeyReader(shift=1), n=4, length=300, depth=0.4) == 0.0
     torch.manual_seed(0)
