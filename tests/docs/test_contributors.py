@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+import blocklab
 from blocklab.budget.params import count_params
 from blocklab.config import FFNS, ModelConfig
 from blocklab.nn import ffn as nn_ffn
@@ -138,15 +145,6 @@ print(json.dumps([SUITE_OF["C99"], sorted(suite_rules("tiny")["toy"]),
 
 
 def test_a_new_suite_and_claim_are_planned_seeded_graded_and_rendered(tmp_path):
-    import json
-    import os
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import blocklab
-
     src = tmp_path / "src"
     package = shutil.copytree(Path(blocklab.__file__).parent, src / "blocklab",
                               ignore=shutil.ignore_patterns("__pycache__", "*.so"))

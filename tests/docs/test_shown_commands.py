@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from blocklab.report.readme import LINK
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"(?:<!-- (shown-output(?:, masked)?(?:, exit \d+)?|not-run: [^>]+) -->\n)?"
@@ -105,8 +107,6 @@ def test_every_relative_link_points_at_a_file():
     """Every relative link names a file of the repository, or the report the README's first
     command writes (`report/index.html`), at a claim's section that the report gives every
     claim."""
-    from blocklab.report.readme import LINK
-
     broken = []
     report = LINK.split("#", 1)[0]
     for page in PAGES:

@@ -15,6 +15,7 @@ from blocklab.config import ModelConfig
 from blocklab.errors import ConfigError
 from blocklab.interop.hf import load_hf, save_hf
 from blocklab.interop.hf_config import from_hf, to_hf
+from blocklab.nn import DecoderLM
 
 from .conftest import PARITY, hf_model, logits, tiny_ids
 from .conftest import TINY as BASE
@@ -88,7 +89,6 @@ def test_windows_change_the_logits_here():
     torch.manual_seed(0)
     base = ModelConfig(vocab_size=128, d_model=64, n_layers=3, n_heads=4, n_kv_heads=2,
                        d_ff=96, sliding_window=WINDOW, layer_types=(FULL, SW, FULL))
-    from blocklab.nn import DecoderLM
     model = DecoderLM(base).eval()
     other = DecoderLM(base.replace(layer_types=(SW, SW, FULL))).eval()
     other.load_state_dict(model.state_dict())

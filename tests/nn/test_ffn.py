@@ -1,5 +1,6 @@
 """blocklab.nn.ffn against hand formulas, a closed-form Jacobian, Hugging Face and hand counts."""
 
+import copy
 import math
 
 import pytest
@@ -9,6 +10,7 @@ from torch.autograd.functional import jacobian
 from torch.testing import assert_close
 
 from blocklab.config import FFNS, ModelConfig
+from blocklab.nn import DecoderLM
 from blocklab.nn.ffn import (
     ACTIVATIONS,
     FeedForward,
@@ -158,8 +160,6 @@ def test_bad_arguments_raise_one_line(make, match):
 def _zero_dropped(ffn, k):
     """A copy of `ffn` whose channels k … d_ff−1 contribute nothing: down_proj's columns
     zeroed (the dropped channels then reach no output, whatever the activation)."""
-    import copy
-
     twin = copy.deepcopy(ffn)
     with torch.no_grad():
         twin.down_proj.weight[:, k:] = 0.0
@@ -201,8 +201,6 @@ def test_narrowed_equals_the_whole_ffn_with_dropped_channels_zeroed(kind, packed
 
 
 def test_narrowed_reaches_every_layer_and_restores_on_error():
-    from blocklab.nn import DecoderLM
-
     model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=3, n_heads=2,
                                   ffn="swiglu", d_ff=24))
     ffns = [layer.ffn for layer in model.layers]

@@ -1,5 +1,7 @@
 """Int8 quantization maths (blocklab.nn.int8) against hand derivations and torchao."""
 
+import logging
+
 import pytest
 import torch
 from torch import nn
@@ -13,6 +15,8 @@ from blocklab.nn.int8 import (
     quantize_int8,
     quantize_model,
     quantize_swiglu,
+    quiet_torchao_import,
+    torchao_config,
 )
 
 
@@ -35,8 +39,6 @@ def test_scale_and_codes_by_hand():
 
 def test_dequantized_within_half_a_step_and_equal_to_torchao():
     from torchao.quantization import quantize_
-
-    from blocklab.nn.int8 import torchao_config
 
     w = _weights()[0]
     for granularity in ("per-row", "per-tensor"):
@@ -87,10 +89,6 @@ def test_ffn_only_leaves_attention_untouched():
 
 
 def test_quiet_torchao_import_puts_the_log_levels_back_even_on_error():
-    import logging
-
-    from blocklab.nn.int8 import quiet_torchao_import
-
     loggers = [logging.getLogger(n) for n in ("torchao", "torch.utils._pytree")]
     before = [lg.level for lg in loggers]
     loggers[0].setLevel(logging.DEBUG)  # a user's own setting must survive

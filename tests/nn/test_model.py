@@ -2,8 +2,10 @@
 × placement, and the config options DecoderLM refuses."""
 
 import itertools
+import logging
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch.testing import assert_close
@@ -155,7 +157,6 @@ def test_forward_is_one_graph_for_torch_compile(scheme):
 
 
 def test_compiled_model_matches_eager_and_reports_its_warm_up(caplog):
-    import logging
     eager = _model(position="rope")
     compiled = DecoderLM(eager.config, backend="compiled")
     compiled.load_state_dict(eager.state_dict())
@@ -185,10 +186,8 @@ PROMPT = torch.tensor([[1, 2, 3, 4]])
 @pytest.fixture
 def nothing_computed(monkeypatch):
     """Counts KV caches built and forward passes run, inside blocklab.nn.model."""
-    import blocklab.nn.model as model_module
-
     counts = {"caches": 0, "forwards": 0}
-    real_cache, real_forward = model_module.KVCache, DecoderLM.forward
+    real_cache, real_forward = KVCache, DecoderLM.forward
 
     def cache(*args, **kwargs):
         counts["caches"] += 1
@@ -198,7 +197,7 @@ def nothing_computed(monkeypatch):
         counts["forwards"] += 1
         return real_forward(self, *args, **kwargs)
 
-    monkeypatch.setattr(model_module, "KVCache", cache)
+    monkeypatch.setattr("blocklab.nn.model.KVCache", cache)
     monkeypatch.setattr(DecoderLM, "forward", forward)
     return counts
 
@@ -267,8 +266,6 @@ def test_generate_zero_new_tokens_returns_a_copy_without_a_cache(nothing_compute
 
 
 def test_sampling_numpy_numbers_and_extreme_temperatures():
-    import numpy as np
-
     model = _model()
     prompt = _ids(length=3)  # sampling is reproducible with a generator
     runs = [model.generate(prompt, 8, temperature=1.0,
