@@ -250,11 +250,8 @@ def _list(as_json: bool) -> None:
 def _sweep(seq: int | None, batch: int | None, as_json: bool, plot: str | None) -> None:
     from blocklab.budget.sweep import PAGE_BASE, plot_sweep, sweep
 
-    base = dict(PAGE_BASE)
-    if seq is not None:
-        base["seq_len"] = seq
-    if batch is not None:
-        base["batch"] = batch
+    given = {"seq_len": seq, "batch": batch}
+    base = {**PAGE_BASE, **{k: v for k, v in given.items() if v is not None}}
     rows = sweep(base)
     saved = None if plot is None else plot_sweep(rows, plot)
     if as_json:
