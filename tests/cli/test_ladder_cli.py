@@ -1,9 +1,16 @@
 """`blocklab ladder`: the budget runs whole rungs, cheapest first, while each one's estimate fits
 in what is left (bad input: tests/test_hostile_cli.py)."""
 
+import shutil
+import subprocess
+import sys
+
 import pytest
 
 from blocklab.cli import ladder as ladder_cli
+from blocklab.cli import report as report_cli
+from blocklab.cli.suite import auto_precision
+from blocklab.experiments.suites import get_suite
 
 
 def test_the_budget_admits_whole_rungs_by_price_cheapest_first(monkeypatch):
@@ -15,8 +22,6 @@ def test_the_budget_admits_whole_rungs_by_price_cheapest_first(monkeypatch):
     def run_with_budget(request, run_on, jobs, progress, wait, names):
         ran.append((request.size, names))
         return {}, {}
-
-    import blocklab.cli.report as report_cli
 
     monkeypatch.setattr(report_cli, "run_with_budget", run_with_budget)
     monkeypatch.setattr(ladder_cli, "time", None, raising=False)  # no clock to read
@@ -35,9 +40,6 @@ def test_the_budget_admits_whole_rungs_by_price_cheapest_first(monkeypatch):
 
 
 def test_a_suite_that_measures_float32_only_runs_its_rungs_in_fp32():
-    from blocklab.cli.suite import auto_precision
-    from blocklab.experiments.suites import get_suite
-
     assert auto_precision(get_suite("norm-cost"), "rung2", rung="rung2") == (
         "fp32", "rung2: fp32 (suite norm-cost measures float32 only)")
 
@@ -69,10 +71,6 @@ def test_a_results_folder_it_cannot_write_is_refused_before_any_timing(tmp_path,
 def test_a_read_only_file_system_is_named(tmp_path, one_line_exit_2):
     """A folder on a file system mounted read-only (a tmpfs mounted so in a mount namespace of
     its own): its mode allows writing, the mount does not, and the line says which."""
-    import shutil
-    import subprocess
-    import sys
-
     if shutil.which("unshare") is None:
         pytest.skip("no unshare(1) here to mount a read-only file system")
     results = tmp_path / "mounted"

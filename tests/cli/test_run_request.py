@@ -7,19 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
-from blocklab.cli import main
+from blocklab import claims
+from blocklab.claims import sequential
+from blocklab.cli import ladder, main
+from blocklab.experiments import estimate, suites, trainer
 from blocklab.experiments.options import RunRequest
+from blocklab.report import build
 
 
 @pytest.fixture
 def received(monkeypatch):
     """{step: the request it was handed}, each step replaced by a recorder that does nothing."""
-    from blocklab import claims
-    from blocklab.claims import sequential
-    from blocklab.experiments import estimate, suites
-    from blocklab.report import build
-
     seen: dict[str, list[RunRequest]] = {}
 
     def price_plan(request, names, *, workers, calibration=None):
@@ -58,8 +58,6 @@ def received(monkeypatch):
 @pytest.fixture
 def cuda_present(monkeypatch):
     """The trainer's device check answering as on a machine with a GPU."""
-    from blocklab.experiments import trainer
-
     monkeypatch.setattr(trainer, "check_device", lambda device, subject=None: None)
 
 
@@ -112,8 +110,6 @@ def test_suite_budget_hands_its_request_to_the_design(tmp_path, received, starte
 ])
 def test_a_device_this_machine_lacks_is_one_line_before_any_work(tmp_path, capfd, command,
                                                                  device, message):
-    import torch
-
     if device == "cuda" and torch.cuda.is_available():
         pytest.skip("this machine has CUDA")  # the refusal is what is tested here
     runs = tmp_path / "runs"
@@ -146,8 +142,6 @@ def test_the_ladder_on_a_gpu_trains_bf16_and_says_its_prices_are_this_cpus(tmp_p
                                                                            cuda_present,
                                                                            monkeypatch):
     # What is said does not depend on the prices: stubbed, they cost no calibration (6 s a rung).
-    import blocklab.cli.ladder as ladder
-
     monkeypatch.setattr(ladder, "_prices",
                         lambda requests, suite, workers: {size: (60.0, 1, 0) for size in requests})
     assert main(["ladder", "C16", "--plan", "--device", "cuda", "--results",

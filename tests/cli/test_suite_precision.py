@@ -5,18 +5,18 @@ its runs in that precision's folder; a suite that measures float32 only stays fl
 import json
 
 import pytest
+import torch
 
 from blocklab.cli import main
+from blocklab.config import ModelConfig
+from blocklab.experiments import step_precision
+from blocklab.experiments.options import SIZES
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
+from blocklab.nn import calibration
 
 
 def _keep_answer(suite: str, size: str, fastest: str, fp32_s=0.020, bf16_s=0.012):
     """Store the calibration's answer for `suite`'s shape at `size`, as a measurement would."""
-    import torch
-
-    from blocklab.experiments import step_precision
-    from blocklab.nn import calibration
-
     config, batch, seq_len = get_suite(suite).shape(size)
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # the answer is kept per thread count: suite runs train on one
@@ -59,9 +59,6 @@ def test_auto_with_budget_is_refused_in_one_line_when_it_chooses_bf16(started, m
 
 @pytest.mark.parametrize("name", sorted(SUITE_MODULES))
 def test_every_suite_that_trains_in_bf16_names_the_shape_auto_times(name):
-    from blocklab.config import ModelConfig
-    from blocklab.experiments.options import SIZES
-
     suite = get_suite(name)
     assert (suite.shape is not None) == ("bf16" in suite.precisions)
     if suite.shape is None:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from blocklab.cli import main
+from blocklab.experiments import env, locks
 
 TINY = ["--d-model", "32", "--n-layers", "2", "--n-heads", "2", "--steps", "20",
         "--batch-size", "4", "--seq-len", "32", "--threads", "1", "--no-progress"]
@@ -22,8 +23,6 @@ def test_tiny_run_writes_result_json(tmp_path, capsys):
 
 def test_bf16_reference_run_records_its_precision_backend_and_ops(tmp_path, capsys,
                                                                   monkeypatch):
-    from blocklab.experiments import env
-
     monkeypatch.setattr(env, "bf16_emulated", lambda: True)  # warned, and the run goes on
     short = [a if a != "20" else "4" for a in TINY]
     assert main(["train", *short, "--precision", "bf16", "--backend", "reference", "--json",
@@ -103,8 +102,6 @@ def test_data_too_small_is_refused_before_waiting_for_the_machine(tmp_path, monk
                                                                   one_line_exit_2, text, extra,
                                                                   message):
     """Bad data is said at once, never after a wait for the machine lock."""
-    from blocklab.experiments import locks
-
     monkeypatch.setattr(locks, "machine_lock", lambda **kwargs: pytest.fail("took the lock"))
     data = tmp_path / "data.txt"
     data.write_text(text)

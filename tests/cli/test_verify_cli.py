@@ -2,6 +2,7 @@
 
 import json
 
+from blocklab import verify
 from blocklab.cli import main
 
 
@@ -17,8 +18,6 @@ def test_table_json_and_exit_code(capsys):
 
 
 def test_failure_gives_exit_code_1(monkeypatch, capsys):
-    import blocklab.verify as v
-
-    monkeypatch.setattr(v.ref, "layernorm_jacobian", lambda x, eps=1e-6, gain=None: 0 * x)
+    monkeypatch.setattr(verify.ref, "layernorm_jacobian", lambda x, eps=1e-6, gain=None: 0 * x)
     assert main(["verify", "--group", "jacobians"]) == 1
     assert "FAIL" in capsys.readouterr().out
