@@ -334,9 +334,8 @@ class DecoderLM(nn.Module):
         if max_new_tokens == 0:
             return input_ids.clone()
         tokens = input_ids
-        cache = None
-        if use_cache:
-            cache = KVCache(self.config.n_layers, max_len=input_ids.shape[1] + max_new_tokens)
+        cache = (KVCache(self.config.n_layers, max_len=input_ids.shape[1] + max_new_tokens)
+                 if use_cache else None)
         step_input = input_ids
         finite = []  # per step, read back once at the end: no device sync inside the loop
         for _ in range(max_new_tokens):
@@ -349,8 +348,7 @@ class DecoderLM(nn.Module):
                 # float64, where every temperature > 0 is > 0: a tiny one then sends every other
                 # logit to −inf instead of overflowing to inf − inf (or 0 / 0 in float32).
                 shifted = (logits - logits.amax(dim=-1, keepdim=True)).double()  # (B, V)
-                scaled = shifted / temperature
-                probs = torch.softmax(scaled, dim=-1)  # (B, V)
+                probs = torch.softmax(shifted / temperature, dim=-1)  # (B, V)
                 # NaN probabilities are a device-side assert in CUDA's multinomial, which ends
                 # the process; such rows draw from uniform weights and are reported below.
                 probs = torch.where(torch.isfinite(probs).all(-1, keepdim=True), probs, 1.0)
