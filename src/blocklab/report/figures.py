@@ -112,7 +112,7 @@ def _say_empty(ax, why: str) -> None:
 def _label(ax, x: str | None = None, y: str | None = None, title: str | None = None, *,
            grid: str | None = "both", legend: float | None = None, **legend_kw) -> None:
     """A panel's axis labels, title, grid (along `grid`) and legend (at `legend` points),
-    set once its data is drawn (the legend lists what is drawn by then)."""
+    set once its data is drawn (the legend lists what is drawn by then, each label once)."""
     if x is not None:
         ax.set_xlabel(x)
     if y is not None:
@@ -122,7 +122,9 @@ def _label(ax, x: str | None = None, y: str | None = None, title: str | None = N
     if grid:
         ax.grid(True, axis=grid, alpha=0.3)
     if legend:
-        ax.legend(fontsize=legend, **legend_kw)
+        handles, labels = ax.get_legend_handles_labels()
+        shown = dict(zip(labels, handles, strict=True))  # a label drawn twice: one entry
+        ax.legend(shown.values(), shown.keys(), fontsize=legend, **legend_kw)
 
 
 def _finite(values) -> list[float]:
@@ -406,13 +408,10 @@ def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
         return None
     length = str(data.size["seq_len"])  # the validation curve at the trained length
     fig, [[ax]] = _new(7.5, 4.0)
-    labelled: set[str] = set()
     for r in runs:
         curve = r["val"][length]
-        label = None if r["arm"] in labelled else r["arm"]
-        labelled.add(r["arm"])
         ax.plot(r["val_step"][:len(curve)], _finite(curve), "o-", ms=3, lw=1.2,
-                color=arm_colour(r["arm"]), label=label)
+                color=arm_colour(r["arm"]), label=r["arm"])
     _label(ax, "optimizer step", "validation loss (nats/token)", legend=8, ncols=2)
     return _png(fig)
 
@@ -516,16 +515,12 @@ def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
     styles = dict(zip(warmups, ("-", "--", ":", "-."), strict=False))
     fig, axes = _new(min(4.2 * len(panels), 12), 3.8, len(panels), 1)
     for ax, depth in zip(axes.flat, panels, strict=True):
-        seen = set()
         for r in runs:
             _, placement, d, warmup = r["arm"].split("/")
             if d != depth:
                 continue
-            label = f"{placement}, warmup {warmup}"
             ax.plot(r["step"], _finite(r["train_loss"]), styles.get(warmup, "-"), lw=1,
-                    color=arm_colour(placement), alpha=0.85,
-                    label=None if label in seen else label)
-            seen.add(label)
+                    color=arm_colour(placement), alpha=0.85, label=f"{placement}, warmup {warmup}")
             if r["status"] != "ok" and r["step"]:
                 ax.plot([r["step"][-1]], [_finite(r["train_loss"])[-1]], "x", ms=8,
                         color=arm_colour(placement))
