@@ -178,7 +178,6 @@ def test_a_claims_simulation_is_deterministic_and_the_criterion_reads_it():
     assert choice.spending in ("obf", "fixed")
     assert choice.obf_decided == pytest.approx(first[0].decided)
     # a tie keeps obf and an ineligible design is never chosen
-    model = _two_parts()
 
     def result(spending: str, fwe: float, decided: float) -> D.DesignResult:
         return D.DesignResult("X", spending, "normal", 100, 2, 2, fwe, (fwe,) * 5, 0.95,

@@ -39,7 +39,6 @@ def test_the_schedule_and_its_levels_follow_the_design():
     spent = [0.0, *(stats.spent_alpha(t) for t in (0.5, 0.8, 1.0))]
     for n, k in ((5, 0), (8, 1), (10, 2)):
         assert look_level(RULE, n) == pytest.approx(spent[k + 1] - spent[k], rel=1e-12)
-    assert sum(look_level(RULE, n) for n in RULE.schedule) == pytest.approx(ALPHA)
     # an early look spends almost nothing; the last gets more than half of α
     assert look_level(RULE, 5) < 0.006 < 0.025 < look_level(RULE, 10) < ALPHA
     # at Holm's share of α the design is computed at that share, not divided after
@@ -176,8 +175,6 @@ def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, mo
     assert looks.stopped == "every part is decided or at its last look"
     (ctx,) = graded
     assert ctx.request is request
-    assert (ctx.results, ctx.size, ctx.seed_offset, ctx.precision) == (tmp_path, "tiny", 1000,
-                                                                       "bf16")
     assert ctx.precision_of("ffn") == "bf16" and ctx.precision_of("norm-cost") == "fp32"
     # the bf16 folders record the rules that grade them, as fp32 folders do
     assert recorded == [suite_rules("tiny")]
