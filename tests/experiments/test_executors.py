@@ -163,7 +163,6 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
 
 def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
         ray_instance, tmp_path):
-
     suite = _toy_suite(tmp_path, crash="a/1", fail="b/0")
     executor = RayExecutor(max_retries=0)
     with pytest.raises(base.SuiteIncomplete) as caught:

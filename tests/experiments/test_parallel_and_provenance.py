@@ -229,7 +229,6 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
     """The report's run_suites hands every suite's missing runs to one executor call: untimed
     runs in the workers, timed runs here once every worker has exited, and one suite's failed
     run leaves the other suites summarised."""
-
     log = tmp_path / "order.log"
     log.touch()
 

@@ -135,7 +135,6 @@ def test_summary_from_dict_with_an_explicit_type_and_a_valid_key_not_run_is_none
 def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, precision,
                                                        needle):
     """An unknown suite, size or precision is the caller's mistake, not "not run yet"."""
-
     allowed = {"suite": list(SUITE_MODULES), "size": list(ALL_SIZES),
                "precision": list(PRECISIONS)}[re.search("suite|size|precision", needle)[0]]
     with pytest.raises(InputError) as err:
@@ -150,7 +149,6 @@ def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, pr
 def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
     """`incomplete`: the one rule by which the ledger and the report refuse a summary whose
     stored runs are missing or unreadable."""
-
     summary = dataclasses.replace(_ffn_summary(), run_ids=["aaa", "bbb"])
     _write(tmp_path, summary.to_dict())
     folder = tmp_path / "ffn" / "quick"

@@ -47,7 +47,6 @@ def test_every_arm_changes_the_forward_output_and_nothing_else():
 
 def test_zero_gradient_fraction_matches_the_sign_of_relu_inputs():
     # Independent reference: for ReLU the gradient at z is zero exactly where z <= 0.
-
     size = ffn.SIZES["tiny"]
     model = build_model(ffn.model_config("relu", size),
                         ffn.train_config(size, TINY, seed=0, lr=1e-3))

@@ -103,7 +103,6 @@ def test_like_for_like_computes_the_same_model_by_pytorchs_own_kernels():
 @pytest.mark.parametrize("before", [None, "/somewhere/the/user/chose"])
 def test_cold_compile_restores_the_cache_variables_even_when_the_block_raises(monkeypatch,
                                                                               before):
-
     for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         if before is None:
             monkeypatch.delenv(name, raising=False)
