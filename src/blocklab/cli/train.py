@@ -232,13 +232,12 @@ def train(
     if not main_rank:
         raise typer.Exit(0 if result.status == "ok" else 1)
     stored = result.to_dict()  # the JSON form: what result.json holds
-    summary = {key: stored[key] for key in ("run_id", "status", "reason", "steps_done",
-                                            "wall_time_s", "compile_s", "ms_per_step",
-                                            "tokens_per_s", "backends")}
-    summary["precision"] = train_config.precision
-    summary["backend"] = train_config.backend
-    summary["final"] = {k: v for k, v in stored["final"].items() if k != "per_position_loss"}
-    summary["result"] = str(out / "result.json")
+    summary = {**{key: stored[key] for key in ("run_id", "status", "reason", "steps_done",
+                                               "wall_time_s", "compile_s", "ms_per_step",
+                                               "tokens_per_s", "backends")},
+               "precision": train_config.precision, "backend": train_config.backend,
+               "final": {k: v for k, v in stored["final"].items() if k != "per_position_loss"},
+               "result": str(out / "result.json")}
     if as_json:
         typer.echo(output_json(summary, indent=2))
     else:
