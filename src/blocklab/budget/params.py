@@ -97,10 +97,9 @@ class ParamCounts:
 
     def components(self) -> dict[str, int]:
         """Whole-model count of every component (layer components times n_layers)."""
-        out = {p: self.model[p] for p in EMBEDDING_PARTS}
-        out.update({p: self._layers((p,)) for p in LAYER_COMPONENTS})
-        out.update({p: self.model[p] for p in ("final_norm", "pooler", "lm_head")})
-        return out
+        return {**{p: self.model[p] for p in EMBEDDING_PARTS},
+                **{p: self._layers((p,)) for p in LAYER_COMPONENTS},
+                **{p: self.model[p] for p in ("final_norm", "pooler", "lm_head")}}
 
 
 def _layer(cfg: ModelConfig, moe: bool) -> dict[str, int]:
