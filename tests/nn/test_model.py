@@ -89,13 +89,6 @@ def test_greedy_generate_with_cache_equals_recompute(scheme):
     assert torch.equal(logits[:, 3:].argmax(-1), cached[:, 4:])
 
 
-def test_learned_positions_past_max_seq_len_raise():
-    model = _model(position="learned", max_seq_len=8)
-    model(_ids(length=8))
-    with pytest.raises(ValueError, match="max_seq_len=8"):
-        model(_ids(length=9))
-
-
 @pytest.mark.parametrize("ffn, norm, placement",
                          list(itertools.product(sorted(FFNS), NORMS, PLACEMENTS)))
 def test_every_ffn_norm_placement_trains(ffn, norm, placement):
