@@ -162,4 +162,3 @@ def test_train_flag_overrides_a_bad_file_value_and_names_the_flag(tmp_path, one_
 def test_train_config_that_is_a_folder(tmp_path, one_line_exit_2):
     one_line_exit_2(["train", "--config", str(tmp_path)], f"--config {tmp_path}",
                     "cannot read it")
-

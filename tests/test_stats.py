@@ -197,5 +197,3 @@ def test_log_ratio_interval_by_hand():
 def test_bad_input_raises_input_error_naming_the_value(call, names):
     with pytest.raises(InputError, match=names):
         call()
-
-
