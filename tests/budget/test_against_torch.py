@@ -11,15 +11,13 @@ decomposes attention into two bmm calls that are counted in full (causal or not)
 """
 
 import pytest
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
 
-torch = pytest.importorskip("torch")
-nn_mod = pytest.importorskip("blocklab.nn")
-
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
-from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
-
-from blocklab.budget import count_params, decode_flops, prefill_flops  # noqa: E402
-from blocklab.config import FFNS, ModelConfig  # noqa: E402
+from blocklab.budget import count_params, decode_flops, prefill_flops
+from blocklab.config import FFNS, ModelConfig
+from blocklab.nn import DecoderLM, KVCache
 
 BASE = dict(vocab_size=37, d_model=24, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=40,
             max_seq_len=32)
@@ -66,7 +64,7 @@ def _bucket(name: str) -> str:
 def _model(overrides):
     torch.manual_seed(0)
     cfg = ModelConfig(**{**BASE, **overrides})
-    return cfg, nn_mod.DecoderLM(cfg).eval()
+    return cfg, DecoderLM(cfg).eval()
 
 
 @pytest.mark.parametrize("overrides", CONFIGS.values(), ids=CONFIGS.keys())
@@ -111,7 +109,7 @@ def test_prefill_flops_match_flop_counter(overrides):
 @pytest.mark.parametrize("name", ["ffn-swiglu", "pos-learned", "qwen3-qk-norm", "gemma2-like"])
 def test_decode_step_flops_match_flop_counter(name):
     cfg, model = _model(CONFIGS[name])
-    cache = nn_mod.KVCache(cfg.n_layers)
+    cache = KVCache(cfg.n_layers)
     with torch.no_grad():
         model(torch.randint(0, cfg.vocab_size, (B, T - 1)), cache=cache)
     total, got = _counted(model, torch.randint(0, cfg.vocab_size, (B, 1)), cache=cache)
