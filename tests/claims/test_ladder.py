@@ -20,11 +20,15 @@ from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.summaries import Interval
 from blocklab.report.figures import fig_ladder
 
+from .test_rules import t_estimate
+
 QUICK_FLOPS = 2.4e11
 # SwiGLU − ReLU at each rung: −0.2, −0.65, −1.0, −2.0 % (5 seeds, sd 0.2); GeGLU and GLU
 # flat at +0.1
 MEANS = {"quick": -0.2, "rung1": -0.65, "rung2": -1.0, "rung3": -2.0}
 FLOPS = {"quick": 1, "rung1": 2, "rung2": 4, "rung3": 8}
+
+
 def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd: float,
                 asked: list | None = None) -> None:
     """Each rung of `means` ({size: {part: mean}}) graded from its design's first look (5
@@ -45,9 +49,7 @@ def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd:
                 specs.append((name, r, Estimate.of(Interval(1, r.claimed))))
                 continue
             mean, n = means[ctx.size].get(name, 0.0), r.schedule[0]
-            half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-            specs.append((name, r, Estimate.of(Interval(n, mean, mean - half, mean + half,
-                                                        sd))))
+            specs.append((name, r, t_estimate(mean, sd, n)))
         parts = Part.decided_together(specs, fair_arms=True)
         flops = QUICK_FLOPS * FLOPS[ctx.size]
         return [ClaimResult(claim, "", "", "", "", parts[0].verdict, "", "", {}, "", None,
