@@ -9,6 +9,7 @@ import json
 
 import pytest
 import torch
+import transformers
 from torch.testing import assert_close
 
 from blocklab.config import ModelConfig
@@ -19,8 +20,6 @@ from blocklab.nn import DecoderLM
 
 from .conftest import PARITY, hf_model, logits, tiny_ids
 from .conftest import TINY as BASE
-
-transformers = pytest.importorskip("transformers")
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+import transformers
 from safetensors.torch import load_file, save_file
 
 from blocklab.config import ModelConfig
@@ -179,7 +180,6 @@ def test_non_finite_weights_warn_with_counts(tmp_path):
 
 # --- save_hf replaces an older checkpoint whole -----------------------------------------------
 def test_save_hf_replaces_an_older_sharded_checkpoint(tmp_path):
-    transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=24,
                                       num_hidden_layers=1, num_attention_heads=2)
     transformers.LlamaForCausalLM(config).save_pretrained(tmp_path, max_shard_size="2KB")

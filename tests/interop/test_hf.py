@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+import transformers
 from safetensors.torch import load_file, save_file
 from torch.testing import assert_close
 
@@ -16,8 +17,6 @@ from blocklab.nn import DecoderLM
 from blocklab.nn.position import permute_rotary_rows
 
 from .conftest import PARITY, hf_model, logits, tiny_ids
-
-transformers = pytest.importorskip("transformers")
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
