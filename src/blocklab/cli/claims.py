@@ -221,14 +221,12 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
     table.add_column("证据" if zh else "evidence", ratio=3)
     table.add_column("出处" if zh else "source", ratio=1, overflow="fold")
     for r in rows:
-        evidence = r.summary_zh if zh else r.summary
-        for part in r.parts:
-            evidence += "\n" + part_line(part, zh)
+        evidence = "\n".join([r.summary_zh if zh else r.summary,
+                              *(part_line(part, zh) for part in r.parts)])
         combines = (r.combines_zh if zh else "") or r.combines
         if combines:
             evidence += f"\n[dim]{'合并规则' if zh else 'combined'}: {combines}[/dim]"
-        for line in changed_lines(r.rules_changed, zh):
-            evidence += "\n" + line
+        evidence += "".join("\n" + line for line in changed_lines(r.rules_changed, zh))
         if r.command:
             evidence += f"\n[dim]$ {r.command}[/dim]"
         if r.error:
