@@ -25,8 +25,11 @@ from blocklab.claims.rules import (
 )
 from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks
 from blocklab.experiments.options import RunOptions, RunRequest
-from blocklab.experiments.suites import load_summary, run_suites
+from blocklab.experiments.suites import get_suite, load_summary, run_suites
 from design_simulation import EstimatesByLook
+
+from ..experiments.test_estimate import _fake_calibration
+from .test_rules import DROPS, WORKS
 
 RULE = Rule("m", 0.5, 0.25, 5, -1.5, max_seeds=10)
 
@@ -81,8 +84,6 @@ def _claim_run(parts: list[tuple[Rule, int]], k: int, truth: float, sd: float, r
 
 
 SHIFTED = Rule("x", 0.5, 0.0, 5, -1.5, max_seeds=10)  # looks at 5, 8, 10
-WORKS = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-most", max_seeds=8)
-DROPS = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-least", max_seeds=8)
 
 
 @pytest.mark.parametrize(("parts", "k", "truth", "sd", "reps", "seed"), [
@@ -198,19 +199,11 @@ def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path, 
 
 def _calibration(size, names):
     """A calibration pricing every shape the suites ask for at fixed times (no timing)."""
-    from blocklab.experiments import estimate
-    from blocklab.experiments.suites import get_suite
-
     pairs = []
     for name in names:
         suite = get_suite(name)
-        specs = suite.plan(RunOptions(size, range(12)), [])
-        pairs += [(suite, s) for s in specs]
-    shapes = estimate.shapes_of(pairs)
-    timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.007, call_s=0.001)
-    return estimate.Calibration(seconds=0.0, timings=dict.fromkeys(shapes, timing),
-                                measured=len(shapes), fitted=0, speed=1.0,
-                                startup_s=3.0, worker_start_s=5.0)
+        pairs += [(suite, s) for s in suite.plan(RunOptions(size, range(12)), [])]
+    return _fake_calibration(pairs)
 
 
 def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(tmp_path,
