@@ -190,9 +190,6 @@ AGREEING = {
     "llama4 wrapper with text_config": {"model_type": "llama4", "text_config": TINY_LLAMA4},
     "gemma's released hidden_act 'gelu' beside hidden_activation": tiny(
         "gemma", head_dim=16, hidden_act="gelu", hidden_activation="gelu_pytorch_tanh"),
-    "gemma2 with both activation keys equal": tiny(
-        "gemma2", head_dim=16, hidden_act="gelu_pytorch_tanh",
-        hidden_activation="gelu_pytorch_tanh"),
     "gpt2 under its attribute_map names": {
         "model_type": "gpt2", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 2,
         "num_attention_heads": 4, "max_position_embeddings": 128, "n_ctx": 128},
