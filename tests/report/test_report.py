@@ -20,7 +20,6 @@ from blocklab.experiments.suites import get_suite, run_suites
 from blocklab.experiments.suites.base import plan_suite
 from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.suites.ffn.summary import FfnData
-from blocklab.experiments.suites.position import runs as position
 from blocklab.experiments.summaries import summary_from_dict
 from blocklab.report.build import SUITES, build_report, collect, write_report
 from blocklab.report.figures import (
@@ -329,8 +328,8 @@ def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(ti
 
 def test_a_tiny_report_names_what_runs_at_full_only(tiny_report):
     """A tiny report: each suite's section names the arms no registered rule grades as run at
-    --size full only, the claims say so where they would have shown them, and nothing of theirs
-    is drawn or tabled."""
+    --size full only, and the claims say so where they would have shown them (that the tiny
+    summaries hold none of them: each suite's test_summary.py::test_tiny_suite_end_to_end)."""
     index, data = tiny_report
     text = index.read_text(encoding="utf-8")
     for words in ("the gelu, reglu and bilinear arms", "the sensitivity re-runs",
@@ -339,12 +338,6 @@ def test_a_tiny_report_names_what_runs_at_full_only(tiny_report):
                   "Depth trend: at --size full only"):
         assert words in text, words
     assert text.count("Run at --size full only (") == 4  # one note per suite that left runs out
-    suites = data["suites"]
-    assert set(suites["ffn"]["summary"]["data"]["arms"]) == set(ffn.GRADED_ARMS)
-    for table in suites["ffn"]["summary"]["tables"]:
-        assert not {"gelu", "reglu", "bilinear"} & {str(row[0]) for row in table["rows"]}
-    assert set(position.REPORTED_ONLY).isdisjoint(suites["position"]["summary"]["data"]["arms"])
-    assert suites["norm-cost"]["summary"]["data"]["ratios"] == []
     ledger = {row["id"]: row for row in data["ledger"]}
     assert "At --size full only (not graded): the re-runs" in ledger["C16"]["summary"]
     assert ("At --size full only (reported, not graded): the norm's own per-kernel time "
