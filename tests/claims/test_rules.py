@@ -31,8 +31,10 @@ from blocklab.claims.rules import (
     majority,
     settle,
 )
-from blocklab.experiments.suites.position.summary import PositionArm
 from blocklab.experiments.summaries import Interval
+
+from .conftest import ci
+from .test_positions import _arm as arm
 
 # The C16 shape: a loss change in %, negative = better, a gain of 1.5% claimed.
 RULE = Rule(metric="Δ%", smallest_effect=1.0, margin=0.25, min_seeds=5, claimed=-1.5)
@@ -372,24 +374,17 @@ def test_part_builders_decide_without_a_test_only_what_no_test_can():
     failed = failed_runs_part("p", RULE, iv, failures=2)
     assert isinstance(failed, Part) and failed.verdict == NOT_REPRODUCED
     assert failed.reason == "2 pre-norm run(s) failed" and failed.decision is None
-
-    def arm(read):
-        return PositionArm(loss_at_L=iv, loss_beyond_L={"8": read}, sliding={"8": None},
-                           extrapolated_minus_sliding={"8": read},
-                           extrapolated_vs_sliding_pct={"8": read}, per_position={},
-                           passkey=None)
-
-    assert band_part("b", arm(iv), "8", "works", RULE) == ("b", RULE, Estimate.of(iv))
-    table = arm("unavailable (table)")  # a learned table cannot run past its length
+    assert band_part("b", arm({"8": 0.3}), "8", "works", RULE) == ("b", RULE, Estimate.of(ci(0.3)))
+    table = arm({"8": "unavailable (table)"})  # a learned table cannot run past its length
     assert band_part("b", table, "8", "collapses", RULE).verdict == CONFIRMED
     assert band_part("b", table, "8", "works", RULE).verdict == NOT_REPRODUCED
     assert band_part("b", None, "8", "works", RULE).verdict == INCONCLUSIVE  # not read
     # a multiple the arm was not read at is not read, never "cannot run: it collapses"
-    unread = band_part("b", arm(iv), "16", "drops", RULE)
+    unread = band_part("b", arm({"8": 0.3}), "16", "drops", RULE)
     assert unread.verdict == INCONCLUSIVE and unread.reason == "not read at 16×"
     # any other string is a bug in the suite: an error, never a verdict
     with pytest.raises(RuntimeError, match="neither a number nor"):
-        band_part("b", arm("failed"), "8", "drops", RULE)
+        band_part("b", arm({"8": "failed"}), "8", "drops", RULE)
 
 
 def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_direction():
