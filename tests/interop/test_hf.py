@@ -105,9 +105,7 @@ def test_sharded_checkpoint_and_the_dtype_argument(tmp_path):
     assert (tmp_path / "model.safetensors.index.json").is_file()
     assert not (tmp_path / "model.safetensors").exists()
     assert_close(logits(load_hf(tmp_path), tiny_ids()), logits(hf, tiny_ids()), **PARITY)
-    model = load_hf(tmp_path, dtype=torch.bfloat16)
-    assert model.embed_tokens.weight.dtype == torch.bfloat16
-    out = logits(model, tiny_ids())
+    out = logits(load_hf(tmp_path, dtype=torch.bfloat16), tiny_ids())
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
 
 
@@ -123,9 +121,6 @@ def test_bad_tensors_and_missing_files_raise(tmp_path):
     message = str(err.value)  # the missing tensor and the unexpected one
     assert "model.layers.1.mlp.up_proj.weight" in message
     assert "model.layers.0.mlp.extra.weight" in message
-    _edited_checkpoint(tmp_path, "llama", intermediate_size=80)
-    with pytest.raises(ValueError, match="wrong shape.*mlp.gate_proj"):
-        load_hf(tmp_path)
     (tmp_path / "model.safetensors").unlink()
     with pytest.raises(CheckpointError, match="model.safetensors"):
         load_hf(tmp_path)
