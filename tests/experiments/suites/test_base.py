@@ -142,16 +142,12 @@ def test_the_tuning_and_evaluation_folders_record_the_rules_they_were_planned_un
     """Both folders of a tuned suite record the rule hashes when first planned (the tuning
     chooses the lrs the rules' arms train at); a later plan never re-records them."""
     rules = {"C99 a part": "0123456789ab"}
-    base.run_suite(_tuned_suite([]), RunOptions("tiny", range(2)), tmp_path, progress=False,
-                   rules=rules)
-    for folder in ("tiny+tuning", "tiny"):
-        path = tmp_path / "tuned" / folder / base.PLANNED_RULES
-        assert json.loads(path.read_text()) == rules, folder
-    base.run_suite(_tuned_suite([]), RunOptions("tiny", range(3)), tmp_path, progress=False,
-                   rules={"C99 a part": "ffffffffffff"})
-    for folder in ("tiny+tuning", "tiny"):
-        path = tmp_path / "tuned" / folder / base.PLANNED_RULES
-        assert json.loads(path.read_text()) == rules, folder
+    for seeds, planned_under in ((2, rules), (3, {"C99 a part": "ffffffffffff"})):
+        base.run_suite(_tuned_suite([]), RunOptions("tiny", range(seeds)), tmp_path,
+                       progress=False, rules=planned_under)
+        for folder in ("tiny+tuning", "tiny"):
+            path = tmp_path / "tuned" / folder / base.PLANNED_RULES
+            assert json.loads(path.read_text()) == rules, (seeds, folder)
 
 
 def test_a_bf16_request_records_the_rules_like_any_other():
