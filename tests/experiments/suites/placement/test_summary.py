@@ -189,6 +189,15 @@ def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_dept
     assert trend.mean == pytest.approx(0.3) and trend.n == 2
 
 
+def _stable(p, w, seed, rung, trials=()):
+    """A quick sweep's record of a seed stable up to `rung` (-1: stable nowhere)."""
+    sweep = runs.SIZES["quick"].sweep
+    ladder = sweep.ladder()
+    return runs.StableLr(placement=p, depth=sweep.depths[0], warmup=w, seed=seed, rung=rung,
+                         ladder=ladder, max_stable_lr=ladder[rung] if rung >= 0 else None,
+                         trials=list(trials), unigram_entropy=3.3)
+
+
 def test_stability_contrasts_by_hand():
     sweep = runs.SIZES["quick"].sweep
     # quick's ladder climbs in doublings from 0.001: a rung is one doubling
@@ -198,14 +207,7 @@ def test_stability_contrasts_by_hand():
     # rungs per seed: pre cold 4, 5; pre warm 5, 5; post cold 1, 0; post warm 3, 4
     rungs = {("pre", 0): (4, 5), ("pre", sweep.warmup): (5, 5), ("post", 0): (1, 0),
              ("post", sweep.warmup): (3, 4)}
-    ladder = sweep.ladder()
-
-    def record(p, w, seed, rung):
-        return runs.StableLr(placement=p, depth=depth, warmup=w, seed=seed, rung=rung,
-                                  ladder=ladder, max_stable_lr=ladder[rung] if rung >= 0 else None,
-                                  trials=[], unigram_entropy=3.3)
-
-    swept = {("sweep", p, depth, w, seed): record(p, w, seed, r[seed])
+    swept = {("sweep", p, depth, w, seed): _stable(p, w, seed, r[seed])
              for (p, w), r in rungs.items() for seed in (0, 1)}
     (effect,) = summary.stability_effects(sweep, "sweep", range(2), swept)
     assert effect.pre_cold_vs_warm.mean == pytest.approx(-0.5 * h)  # (−1 + 0) / 2 rungs
@@ -220,7 +222,7 @@ def test_stability_contrasts_by_hand():
     top = sweep.rungs - 1
     for p, w, seed, rung in (("pre", sweep.warmup, 0, top), ("post", sweep.warmup, 0, top),
                              ("pre", 0, 1, -1), ("post", 0, 1, -1)):
-        swept[("sweep", p, depth, w, seed)] = record(p, w, seed, rung)
+        swept[("sweep", p, depth, w, seed)] = _stable(p, w, seed, rung)
     (effect,) = summary.stability_effects(sweep, "sweep", range(2), swept)
     warm, cold = effect.pre_vs_post_warm, effect.pre_vs_post_cold
     assert warm.n == 1 and warm.mean == pytest.approx(1.0 * h)  # seed 1
@@ -242,14 +244,9 @@ def test_a_stability_sweep_does_not_call_a_rate_that_did_not_learn_stable():
         lr=lr, status=flat.status, val_loss=3.22, trains=False)))
     assert rung == -1 and trials[-1].lr == ladder[0]
 
-    def record(seed, status):
-        return runs.StableLr(
-            placement="post", depth=depth, warmup=0, seed=seed, rung=-1, ladder=ladder,
-            max_stable_lr=None, trials=[SweepRung(ladder[0], status, None, False)],
-            unigram_entropy=3.3)
-
-    swept = {("sweep", "post", depth, 0, 0): record(0, "did_not_learn"),
-             ("sweep", "post", depth, 0, 1): record(1, "diverged")}
+    swept = {("sweep", "post", depth, 0, seed): _stable(
+        "post", 0, seed, -1, [SweepRung(ladder[0], status, None, False)])
+        for seed, status in enumerate(("did_not_learn", "diverged"))}
     arms = summary.stability_arms(sweep, "sweep", range(2), swept)
     post_cold = next(a for a in arms if (a.placement, a.warmup) == ("post", 0))
     assert (post_cold.censored_low, post_cold.unlearned_low) == (2, 1)
