@@ -295,9 +295,8 @@ def test_generate_with_nan_weights_raises_instead_of_picking_tokens(temperature)
 
 
 def test_narrow_integer_ids_give_the_long_ids_logits_and_others_are_refused():
-    torch.manual_seed(0)
-    model = DecoderLM(ModelConfig(vocab_size=100, d_model=32, n_layers=1, n_heads=2)).eval()
-    ids = torch.randint(0, 100, (2, 6))
+    model = _model()
+    ids = _ids(length=6)
     with torch.no_grad():
         for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32):
             assert torch.equal(model(ids.to(dtype)), model(ids)), dtype
