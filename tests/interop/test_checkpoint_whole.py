@@ -16,6 +16,8 @@ from blocklab.errors import CheckpointError, InputError
 from blocklab.interop.hf import load_hf, save_hf
 from blocklab.nn import DecoderLM
 
+from .conftest import PARITY, hf_model, logits
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 INDEX = "model.safetensors.index.json"
@@ -180,9 +182,7 @@ def test_non_finite_weights_warn_with_counts(tmp_path):
 
 # --- save_hf replaces an older checkpoint whole -----------------------------------------------
 def test_save_hf_replaces_an_older_sharded_checkpoint(tmp_path):
-    config = transformers.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=24,
-                                      num_hidden_layers=1, num_attention_heads=2)
-    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path, max_shard_size="2KB")
+    hf_model("llama", num_hidden_layers=1).save_pretrained(tmp_path, max_shard_size="2KB")
     old = json.loads((tmp_path / INDEX).read_text())["weight_map"].values()
     assert len(set(old)) > 1
     (tmp_path / "README.md").write_text("kept")
@@ -191,11 +191,10 @@ def test_save_hf_replaces_an_older_sharded_checkpoint(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         ["README.md", "config.json", "generation_config.json", "model.safetensors"]
     ids = torch.randint(0, 32, (1, 6), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        want = model(ids)
-        assert torch.equal(load_hf(tmp_path)(ids), want)
-        back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
-        torch.testing.assert_close(back(ids).logits, want, atol=1e-5, rtol=0.0)
+    want = logits(model, ids)
+    assert torch.equal(logits(load_hf(tmp_path), ids), want)
+    back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    torch.testing.assert_close(logits(back, ids), want, **PARITY)
 
 
 def test_save_hf_removes_only_the_safetensors_files_the_old_index_names_inside(tmp_path):
