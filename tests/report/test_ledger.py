@@ -519,10 +519,6 @@ def test_the_page_templates_escape_every_value(doc):
     assert "<img" not in line and "&lt;img src=x" in line
 
 
-def _c16(doc):
-    return next(r for r in doc["ledger"] if r["id"] == "C16")
-
-
 def _ladder_doc(tmp_path, monkeypatch, stored: str | None):
     """The report's ladders read from `<results>/ladder/C16.json` holding `stored`, the rungs
     graded from estimates put in the ledger's place (tests/claims/test_ladder.py), rung3 with
@@ -549,7 +545,7 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
     for lang, heading, trend in (
             ("en", "On the ladder of sizes", "swiglu: -0.39% per 2× training compute"),
             ("zh", "规模阶梯", "swiglu：训练算力每 2 倍 -0.39%")):
-        cell = evidence_cell(_c16(page), figures, lang, page)
+        cell = evidence_cell(page["ledger"][1], figures, lang, page)
         folded = cell[cell.index('<details class="more">'):]
         assert heading in folded and trend in folded and 'id="fig-ladder_C16"' in folded
         # the lead sentence, before any rung or slope: where each part is first decided
@@ -571,5 +567,5 @@ def test_a_damaged_ladder_file_is_named_with_the_command_that_rewrites_it(
     assert error.startswith(f"{tmp_path / 'ladder' / 'C16.json'}: cannot be read (")
     assert error.endswith(f"`blocklab ladder C16 --results {tmp_path}` rewrites it from the "
                           "runs stored")
-    cell = evidence_cell(_c16(doc), {}, "en", {**doc, "ladders": found})
+    cell = evidence_cell(doc["ledger"][1], {}, "en", {**doc, "ladders": found})
     assert '<p class="error">' + str(markupsafe.escape(error)) + "</p>" in cell
