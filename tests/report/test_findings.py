@@ -10,17 +10,14 @@ number taken from the wrong part shows."""
 
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from blocklab.claims import claim_sources, run_claims
 from blocklab.claims.catalogue import SCALE_DEPENDENT, SUITE_OF
-from blocklab.claims.finding import Context
 from blocklab.claims.ledger import ClaimResult
 from blocklab.claims.registry import registered
 from blocklab.claims.rules import Estimate, Part
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
 from blocklab.report.findings import findings
@@ -169,8 +166,8 @@ def test_each_training_number_is_its_parts_estimate():
     assert use["C30"].value == "+3.2% vs +32.5%" and "16×" in use["C30"].label
 
 
-def test_a_claim_without_results_drops_its_sentence_and_item(tmp_path, no_training):
-    missing = run_claims(EXPERIMENTAL, Context(RunRequest(Path(tmp_path), "quick")))
+def test_a_claim_without_results_drops_its_sentence_and_item(unrun, no_training):
+    missing = [r for r in unrun if r.id in EXPERIMENTAL]
     assert {r.verdict for r in missing} == {"missing-results"}
     for lang in ("en", "zh"):
         found = findings([*no_training, *missing], lang)
