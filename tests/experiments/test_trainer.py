@@ -393,9 +393,8 @@ def test_nested_loss_is_the_mean_of_the_losses_at_each_width_by_hand():
     assert torch.count_nonzero(grad[:3]) > 0 and torch.count_nonzero(grad[6:]) > 0
 
 
-def test_nested_run_trains_every_width_and_a_width_past_d_ff_is_refused(tiny_train):
-    mc = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, max_seq_len=256,
-                     ffn="swiglu", d_ff=64)
+def test_nested_run_trains_every_width_and_a_width_past_d_ff_is_refused(tiny_model, tiny_train):
+    mc = tiny_model.replace(ffn="swiglu", d_ff=64)
     nested = tiny_train.replace(nested_widths=[64, 32, 16], steps=6, log_every=0)
     model, result = tr.train(mc, nested)
     assert result.status == "ok" and result.train_config["nested_widths"] == [64, 32, 16]
