@@ -6,24 +6,29 @@ import json
 import math
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from blocklab import stats
+from blocklab.claims import sequential
 from blocklab.claims.catalogue import planned_hash, suite_rules
 from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.rules import (
     ALPHA,
     INCONCLUSIVE,
+    POWER,
     Estimate,
     Rule,
+    _seeds_to_decide,
     decide_parts,
     look_level,
     looks,
 )
 from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks
+from blocklab.experiments import estimate
 from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites import get_suite, load_summary, run_suites
 from design_simulation import EstimatesByLook
@@ -107,8 +112,6 @@ def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(parts, k
 def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
     """Seeds that would decide a part are priced at that look's own level; past the design,
     it says so."""
-    from blocklab.claims.rules import POWER, _seeds_to_decide
-
     near = Estimate(-1.0, -2.2, 0.2, 5, 1.0)  # 0.5 from the boundary at −0.5, sd 1
     (found,) = decide_parts([(RULE, near)])
     assert found.verdict == INCONCLUSIVE
@@ -145,24 +148,18 @@ def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     assert all(set(b.arms) == {"relu", "swiglu", "geglu", "glu"}
                for look in blocks for b in look["ffn"])
     # A part reading fewer pairs than its arms ran (a lost seed) is extended past them.
-    from types import SimpleNamespace
-
-    from blocklab.claims.sequential import open_parts
-
     rule_rows = [SimpleNamespace(id="C19", error=None, parts=[SimpleNamespace(
         name="pre-norm is stable without warmup", verdict=INCONCLUSIVE,
         estimate=SimpleNamespace(n=3))])]
     arms = lambda suite: ["sweep/pre/6/0", "sweep/pre/6/50"]  # noqa: E731
-    (alone,) = open_parts(rule_rows, "quick", arms)
-    (covered,) = open_parts(rule_rows, "quick", arms,
-                            {"placement": dict.fromkeys(arms("placement"), 4)})
+    (alone,) = sequential.open_parts(rule_rows, "quick", arms)
+    (covered,) = sequential.open_parts(rule_rows, "quick", arms,
+                                       {"placement": dict.fromkeys(arms("placement"), 4)})
     assert alone.target == 4 and covered.target > 4
 
 
 def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, monkeypatch):
     """Each look's ledger reads the request the suites ran under, precision included."""
-    from blocklab.claims import sequential
-
     request = RunRequest(tmp_path, "tiny", 1000, "bf16", budget_s=600)
     graded, recorded = [], []
     monkeypatch.setattr(sequential, "run_claims", lambda ids, ctx: graded.append(ctx) or [])
@@ -182,11 +179,10 @@ def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, mo
 
 
 def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path, tiny_runs):
-    from blocklab.claims.sequential import run_longer
-
     shutil.copytree(tiny_runs / "ffn", tmp_path / "ffn")
     due = {"ffn": [Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 1, 1)]}
-    assert run_longer(RunRequest(tmp_path, "tiny"), due, executor=None, progress=False) == {}
+    assert sequential.run_longer(RunRequest(tmp_path, "tiny"), due, executor=None,
+                                 progress=False) == {}
     longer = load_summary(tmp_path, "ffn", "tiny", longer=True)
     short = load_summary(tmp_path, "ffn", "tiny")
     assert longer.runs == 2 and longer.run_ids != short.run_ids
@@ -230,8 +226,6 @@ def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(
     assert "admits 1 of them" in capped.text() and "admits" not in free.text()
     # A calibration lacking the seed blocks' shapes (first look priced from stored twins)
     # calibrates them instead of failing.
-    from blocklab.experiments import estimate
-
     full = _calibration("quick", ["ffn"])
     partial = estimate.Calibration(**{**full.__dict__, "timings": {}})
     asked = []
@@ -249,10 +243,6 @@ def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(
 
 def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
     """run_looks on a fake suite whose C33 part decides at 6 seeds: (looks, blocks added)."""
-    from types import SimpleNamespace
-
-    from blocklab.claims import sequential
-
     have = {"quality": 3}
     added = []
 
@@ -285,8 +275,6 @@ def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
 def test_the_plan_runs_every_look_whatever_the_clock_and_workers_say(tmp_path, monkeypatch):
     """The looks run are the design's whatever the clock reads (10⁴× slower); a cap cuts
     whole looks and names them."""
-    from blocklab.claims import sequential
-
     looks, added = _fake_plan_run(tmp_path, monkeypatch)
     assert added == [(3, 5), (5, 7)]  # C33's design 3, 5, 7, 8: decided at 7 ≥ 6
     assert looks.stopped == "every part is decided or at its last look" and not looks.cut
@@ -302,8 +290,6 @@ def test_the_plan_runs_every_look_whatever_the_clock_and_workers_say(tmp_path, m
 def test_a_run_adds_seeds_to_open_parts_alike_at_any_price_and_records_the_rules(tmp_path):
     """A real plan at two prices and worker counts adds seeds to open parts only, with the
     same seed blocks, run ids and verdicts, and records the rules they were planned under."""
-    from blocklab.claims.sequential import WorkPlan
-
     def run_of(request):
         return lambda rules: run_suites(request, ["quantize"], progress=False,
                                         echo=lambda s: None, rules=rules)
@@ -311,7 +297,7 @@ def test_a_run_adds_seeds_to_open_parts_alike_at_any_price_and_records_the_rules
     outcomes = []
     for speed, workers in ((1.0, 2), (2.0, 1)):
         request = RunRequest(tmp_path / f"x{speed}", "tiny", budget_s=None)
-        plan = WorkPlan(None, 10.0 * speed, [(4, 100.0 * speed)], None, workers)
+        plan = sequential.WorkPlan(None, 10.0 * speed, [(4, 100.0 * speed)], None, workers)
         looks = run_looks(request, ["quantize"], plan=plan, run=run_of(request),
                           workers=workers, echo=lambda s: None)
         assert looks.records and not looks.errors
