@@ -105,7 +105,7 @@ def _tuned_suite(calls, fail_tuning=False, grow=False):
 
     def summarise(options, results):
         size, seeds = options.size, options.seeds
-        kinds = [spec.arm for spec, _ in results]
+        kinds = [spec.arm for spec, _ in results if spec.arm != "probe"]
         tuning = kinds.count("tune")  # tuning results first
         assert tuning >= 2 and kinds == ["tune"] * tuning + ["eval"] * len(seeds)
         values = [r.extra["value"] for spec, r in results if spec.arm == "eval"]
@@ -283,12 +283,7 @@ def _tuned_suite_with_a_probe(calls, stop_at_eval=False):
         return [*evals, base.RunSpec("probe", "probe", 0, {"probe": 1}, probe,
                                      reads_tuning=False)]
 
-    def summarise(options, results):
-        values = [r.extra["value"] for spec, r in results if spec.arm == "eval"]
-        return Summary("tuned", options.size, len(options.seeds), [],
-                       data=ToyData(base.mean_ci(values)))
-
-    return dataclasses.replace(suite, plan=plan, summarise=summarise)
+    return dataclasses.replace(suite, plan=plan)
 
 
 def _interrupt(progress):
