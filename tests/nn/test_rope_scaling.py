@@ -50,13 +50,9 @@ def test_default_partial_rotary_matches_hf_phi(partial_rotary_factor):
 @pytest.mark.parametrize("partial_rotary_factor", [1.0, 0.5])
 def test_dynamic_matches_hf_below_and_above_original(factor, seq_len, partial_rotary_factor):
     original = 64
-    ours_scaling = {
-        "rope_type": "dynamic",
-        "factor": factor,
-        "original_max_position_embeddings": original,
-    }
     # Hugging Face takes the original length from max_position_embeddings.
     hf_scaling = {"rope_type": "dynamic", "factor": factor}
+    ours_scaling = {**hf_scaling, "original_max_position_embeddings": original}
     expected, expected_factor = hf_frequencies(
         32, 10000.0, partial_rotary_factor, hf_scaling, original, seq_len=seq_len
     )
