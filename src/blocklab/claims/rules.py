@@ -139,8 +139,7 @@ class Rule:
             return (self.min_seeds,)
         if self.spending == "fixed":
             return (self.max_seeds,)
-        points = list(range(self.min_seeds, self.max_seeds, self.block))
-        return (*points, self.max_seeds)
+        return (*range(self.min_seeds, self.max_seeds, self.block), self.max_seeds)
 
     def next_look(self, n: int) -> int | None:
         return next((p for p in self.schedule if p > n), None)
@@ -273,7 +272,6 @@ class DecidingInterval:
 
     @property
     def bracket(self) -> str:
-        """'[+0.41, +3.57]'."""
         return f"[{self.low:+.3g}, {self.high:+.3g}]"
 
 
@@ -410,8 +408,7 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
     boundary = None if b is None else s * b
     if not e.resolved or n < 2:
         return Decision(INCONCLUSIVE, f"{n} seed(s) give no interval; the rule needs at least "
-                                      f"{rule.min_seeds}", None, alpha, boundary,
-                        None, None)
+                                      f"{rule.min_seeds}", None, alpha, boundary)
     df = n - 1
     # standard errors below and above the value, read off the 95% interval's two arms
     t95 = _t_quantile(1 - ALPHA / 2, df)
@@ -436,15 +433,13 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
         # oriented: the claimed side positive
         m = s * e.value
         lo_se, hi_se = (se_lo, se_hi) if s > 0 else (se_hi, se_lo)
-        where = "beyond" if s > 0 else "below"
-        short = "short of" if s > 0 else "above"
-        raw_b = s * b
+        where, short = ("beyond", "short of") if s > 0 else ("below", "above")
         if not unfair:
             readings.append((_p_above(m - b, lo_se, df), CONFIRMED,
-                             f"the {ci.label} {ci.bracket} lies wholly {where} {raw_b:g} on "
+                             f"the {ci.label} {ci.bracket} lies wholly {where} {boundary:g} on "
                              "the claimed side", ci))
         readings.append((_p_below(m - b, hi_se, df), NOT_REPRODUCED,
-                         f"the {ci.label} {ci.bracket} lies wholly {short} {raw_b:g}: an "
+                         f"the {ci.label} {ci.bracket} lies wholly {short} {boundary:g}: an "
                          "effect may remain, smaller than claimed", ci))
         if rule.test == "effect" and rule.margin > 0:
             readings.append((_tost(e.value, -rule.margin, rule.margin, se_lo, se_hi, df),
@@ -463,7 +458,8 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
             why = (f"the {read.label} {read.bracket} lies neither inside {band} nor wholly "
                    "outside it")
         else:  # the two-sided interval across b (no reading decides, the TOST's neither)
-            why, read = f"the {ci.label} {ci.bracket} straddles the claim's boundary {raw_b:g}", ci
+            why = f"the {ci.label} {ci.bracket} straddles the claim's boundary {boundary:g}"
+            read = ci
         if unfair:
             why += f" (never confirmed here: {unfair})"
         return _with_ps(by, _inconclusive(why, p, alpha, boundary, sd, n, distance,
@@ -631,11 +627,10 @@ def _tests(pairs: Sequence[tuple[Rule, Estimate]]) -> list[list[int]]:
     """The parts' indices grouped into distinct tests (`same_test`), in first-seen order."""
     groups: list[list[int]] = []
     for k, pair in enumerate(pairs):
-        home = next((g for g in groups if same_test(pairs[g[0]], pair)), None)
-        if home is None:
-            groups.append([k])
-        else:
-            home.append(k)
+        home = next((g for g in groups if same_test(pairs[g[0]], pair)), [])
+        if not home:
+            groups.append(home)
+        home.append(k)
     return groups
 
 
