@@ -4,6 +4,7 @@
 import itertools
 import logging
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -178,20 +179,16 @@ PROMPT = torch.tensor([[1, 2, 3, 4]])
 
 @pytest.fixture
 def nothing_computed(monkeypatch):
-    """Counts KV caches built and forward passes run, inside blocklab.nn.model."""
-    counts = {"caches": 0, "forwards": 0}
-    real_cache, real_forward = KVCache, DecoderLM.forward
-
-    def cache(*args, **kwargs):
-        counts["caches"] += 1
-        return real_cache(*args, **kwargs)
-
-    def forward(self, *args, **kwargs):
-        counts["forwards"] += 1
-        return real_forward(self, *args, **kwargs)
-
+    """`nothing_computed()`: how many KV caches were built and forward passes run, inside
+    blocklab.nn.model."""
+    cache = mock.Mock(wraps=KVCache)
+    forward = mock.create_autospec(DecoderLM.forward, side_effect=DecoderLM.forward)
     monkeypatch.setattr("blocklab.nn.model.KVCache", cache)
     monkeypatch.setattr(DecoderLM, "forward", forward)
+
+    def counts():
+        return {"caches": cache.call_count, "forwards": forward.call_count}
+
     return counts
 
 
@@ -233,7 +230,7 @@ def test_generate_refuses_a_bad_argument_before_any_work(case, nothing_computed)
         model.generate(prompt, **{"max_new_tokens": 3, **kwargs})
     assert type(info.value) is InputError
     assert "\n" not in str(info.value) and "KVCache" not in str(info.value)
-    assert nothing_computed == {"caches": 0, "forwards": 0}
+    assert nothing_computed() == {"caches": 0, "forwards": 0}
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
@@ -246,7 +243,7 @@ def test_generate_past_a_learned_table_is_refused_up_front(use_cache, nothing_co
     with pytest.raises(InputError, match=r"input_ids \(the prompt\) has 9 tokens.*"
                                          r"max_seq_len=8"):
         model.generate(torch.zeros(1, 9, dtype=torch.long), 0, use_cache=use_cache)
-    assert nothing_computed == {"caches": 0, "forwards": 0}
+    assert nothing_computed() == {"caches": 0, "forwards": 0}
     out = model.generate(PROMPT, 5, use_cache=use_cache)  # exactly fills the table
     assert out.shape == (1, 9)
 
@@ -255,7 +252,7 @@ def test_generate_zero_new_tokens_returns_a_copy_without_a_cache(nothing_compute
     model = _model()
     out = model.generate(PROMPT, 0)
     assert torch.equal(out, PROMPT) and out is not PROMPT
-    assert nothing_computed == {"caches": 0, "forwards": 0}
+    assert nothing_computed() == {"caches": 0, "forwards": 0}
 
 
 def test_sampling_numpy_numbers_and_extreme_temperatures():
