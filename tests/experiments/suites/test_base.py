@@ -234,7 +234,6 @@ def test_run_suite_refuses_a_summary_whose_data_is_not_the_suites_data_type(tmp_
                                            r"ToyData, not its data_type OtherData"):
         base.run_suite(suite, RunOptions("tiny", range(1)), tmp_path, progress=False)
     assert not (tmp_path / "toy" / "tiny" / "summary.json").exists()
-    assert load_summary(tmp_path, "toy", "tiny", ToyData) is None
 
 
 def test_a_suite_is_checked_where_it_is_defined_and_names_its_place_in_the_report():
