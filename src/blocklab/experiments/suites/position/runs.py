@@ -131,9 +131,8 @@ class PositionSize:
     def payload(self) -> dict[str, Any]:
         """The size as a run's "size_config" (a grid without refinement leaves `refine` out)."""
         out = dataclasses.asdict(self)
-        grid = out["train"].get("lr_grid")
-        if isinstance(grid, dict) and not grid.get("refine"):
-            grid.pop("refine", None)
+        if not self.train.lr_grid.refine:
+            del out["train"]["lr_grid"]["refine"]
         return out
 
 
@@ -327,7 +326,7 @@ class FiniteRead:
     max_seq_len: int
     float32: bool | None
     bfloat16: bool | None
-    error: str | None
+    error: str | None = None  # stored only where the model raised
 
 
 @dataclass(frozen=True)
@@ -404,9 +403,6 @@ class ArmRun:
         if missing or unknown:
             raise ResultsError(f"{where}: a training run's fields differ (missing {missing}, "
                                f"unknown {unknown})")
-        finite = extra.get("finite")
-        if isinstance(finite, dict):  # "error" is stored only where the model raised
-            finite = {"error": None, **finite}
         return cls(
             arm=decode(str, extra["arm"], f"{where}.arm"),
             seed=decode(int, extra["seed"], f"{where}.seed"),
@@ -414,7 +410,7 @@ class ArmRun:
             status=result.status,
             train=RunResult.from_dict(extra["train"], f"{where}.train"),
             reads=decode(LengthReads | None, extra.get("eval"), f"{where}.eval"),
-            finite=decode(FiniteRead | None, finite, f"{where}.finite"),
+            finite=decode(FiniteRead | None, extra.get("finite"), f"{where}.finite"),
             order=decode(OrderRead | None, extra.get("order"), f"{where}.order"),
             variants=decode(dict[str, ScaledReads | FineTunedReads],
                             extra.get("variants") or {}, f"{where}.variants"))
@@ -693,8 +689,7 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
     rows = validation_windows(val_tokens, prefix_len - 1, prefixes)  # [N, prefix_len]
     with evaluating(model):
         device = next(model.parameters()).device
-        logits = model(torch.cat((rows, reversed_prefixes(rows))).to(device))[:, -1]
-        logits = logits.double().cpu()
+        logits = model(torch.cat((rows, reversed_prefixes(rows))).to(device))[:, -1].double().cpu()
     log_p, log_q = logits.log_softmax(-1).chunk(2)  # [N, V] each
     tv = 0.5 * (log_p.exp() - log_q.exp()).abs().sum(-1)
     kl = (log_p.exp() * (log_p - log_q)).sum(-1)
@@ -865,12 +860,9 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
     corpus = load_corpus("stdlib")
     # this CPU's times (perf_counter, no device sync), whatever --device the models train on
     tc = dataclasses.replace(train_config(options, seed), device="cpu")
-    params: dict[str, int] = {}
-    params_module: dict[str, int] = {}
-    for scheme in PARAM_SCHEMES:
-        mc = arm_config(size, scheme)
-        params[scheme] = count_params(mc).total
-        params_module[scheme] = sum(p.numel() for p in build_model(mc, tc).parameters())
+    params = {s: count_params(arm_config(size, s)).total for s in PARAM_SCHEMES}
+    params_module = {s: sum(p.numel() for p in build_model(arm_config(size, s), tc).parameters())
+                     for s in PARAM_SCHEMES}
     kernels: dict[str, SchemeKernels] = {}
     with torch_threads(1):
         models = {s: build_model(arm_config(size, s), tc).train() for s in COST_SCHEMES}
@@ -879,18 +871,14 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
         prompt = torch.from_numpy(corpus.val[:L].astype(np.int64))[None]  # [1, L]
         for scheme, model in models.items():
             def train_call(model=model):
-                model(prompt).float().sum().backward()
+                model.train()(prompt).float().sum().backward()
 
             def decode_step(model=model):  # one token's decode on a freshly prefilled cache
-                return decode_call(model, prompt[:, :L - n_decode], prompt[:, :1])()
+                return decode_call(model.eval(), prompt[:, :L - n_decode], prompt[:, :1])()
 
-            model.train()
-            train_kernels = sdpa_kernels(train_call)
-            train_masks = sdpa_masks(train_call)
-            flash_train = accepted_by("FLASH_ATTENTION", train_call)
-            model.eval()
             kernels[scheme] = SchemeKernels(
-                train=train_kernels, train_mask=train_masks, flash_train=flash_train,
+                train=sdpa_kernels(train_call), train_mask=sdpa_masks(train_call),
+                flash_train=accepted_by("FLASH_ATTENTION", train_call),
                 decode=sdpa_kernels(decode_step()), decode_mask=sdpa_masks(decode_step()),
                 flash_decode=accepted_by("FLASH_ATTENTION", lambda: decode_step()()))
             model.zero_grad(set_to_none=True)
@@ -980,12 +968,11 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
         specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
                              lambda progress: time_position_cost(options, 0), timed=True,
                              reads_tuning=False))
-    if graded_only(size):
-        return specs
-    payload = {"suite": "position", "kind": "relative_error",
-               "shifts": RELATIVE_ERROR_SHIFTS, "dtypes": RELATIVE_ERROR_DTYPES}
-    specs.append(RunSpec("rope relative-position error", "relative_error", 0, payload,
-                         lambda progress: relative_error_run(), reads_tuning=False))
+    if not graded_only(size):
+        payload = {"suite": "position", "kind": "relative_error",
+                   "shifts": RELATIVE_ERROR_SHIFTS, "dtypes": RELATIVE_ERROR_DTYPES}
+        specs.append(RunSpec("rope relative-position error", "relative_error", 0, payload,
+                             lambda progress: relative_error_run(), reads_tuning=False))
     return specs
 
 
