@@ -288,7 +288,6 @@ def test_lead_is_the_first_sentence_within_three_lines():
 # --- what more seeds would decide -----------------------------------------------------------------
 def test_budget_prices_the_inconclusive_parts_from_stored_wall_time(doc):
     budget = doc["decision_budget"]
-    assert budget["workers"] == 2
     priced = {(p["claim"], p["part"]): p for p in budget["parts"]}
     assert set(priced) == {("C16", "glu"), ("C18", "nearly the same quality")}
     glu = priced[("C16", "glu")]
