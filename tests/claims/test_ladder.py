@@ -12,7 +12,7 @@ from blocklab.claims.anchors import anchors
 from blocklab.claims.ladder import ladder_dict, read_ladder, seed_gaps
 from blocklab.claims.ledger import ClaimResult
 from blocklab.claims.registry import registered
-from blocklab.claims.rules import Estimate, Part
+from blocklab.claims.rules import Estimate, Part, claimed_side
 from blocklab.errors import InputError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
@@ -182,13 +182,11 @@ def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, 
 
 
 def test_the_side_a_trend_moves_towards_by_hand():
-    from blocklab.claims.rules import claimed_side as towards
-
     rules = registered("C21", "quick")
-    assert towards(rules["RoPE works at 2×"]) == -1.0  # at most 5%: smaller is closer
-    assert towards(rules["learned absolute (learned-16L) collapses at 2×"]) == 1.0
-    assert towards(registered("C16", "quick")["swiglu"]) == -1.0  # a gain: negative
-    assert towards(registered("C18", "quick")["nearly the same quality"]) is None
+    assert claimed_side(rules["RoPE works at 2×"]) == -1.0  # at most 5%: smaller is closer
+    assert claimed_side(rules["learned absolute (learned-16L) collapses at 2×"]) == 1.0
+    assert claimed_side(registered("C16", "quick")["swiglu"]) == -1.0  # a gain: negative
+    assert claimed_side(registered("C18", "quick")["nearly the same quality"]) is None
 
 
 def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
