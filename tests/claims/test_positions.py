@@ -50,9 +50,8 @@ def test_probe_uses_the_modules_weights_as_its_forward_does():
         torch.testing.assert_close(cp.attention_outputs(attn, x, causal=True), attn(x),
                                    rtol=0, atol=1e-12)
         # Bidirectional, by hand: softmax(q kᵀ / √8) v per head, no mask.
-        q = attn.q_proj(x).view(2, 6, 2, 8).transpose(1, 2)
-        k = attn.k_proj(x).view(2, 6, 2, 8).transpose(1, 2)
-        v = attn.v_proj(x).view(2, 6, 2, 8).transpose(1, 2)
+        q, k, v = (proj(x).view(2, 6, 2, 8).transpose(1, 2)
+                   for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
         y = torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, -1) @ v
         ref = attn.o_proj(y.transpose(1, 2).reshape(2, 6, 16))
         torch.testing.assert_close(cp.attention_outputs(attn, x, causal=False), ref,
