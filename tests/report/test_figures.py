@@ -27,6 +27,7 @@ from blocklab.report.figures import FIGURES, figure_command
 from blocklab.report.palette import ARM_COLOURS, arm_colour
 
 from ..claims.test_ladder import QUICK_FLOPS, _fake_rungs
+from .test_ledger import part, row, rule
 from .test_palette import REFUTED, is_red
 
 
@@ -173,13 +174,6 @@ def _drawn_figure(monkeypatch, draw, *args):
     return found[0] if draw(*args) is not None else None
 
 
-def _forest_part(name: str, metric: str) -> dict:
-    return {"name": name, "decision": "inconclusive", "looks": [{}],
-            "rule": {"metric": metric, "claimed": 1.0, "smallest_effect": 0.5, "margin": 0.1,
-                     "threshold": 0.0, "test": "effect"},
-            "estimate": {"value": 0.3, "ci_low": -0.2, "ci_high": 0.8, "n": 8}}
-
-
 def test_a_forest_plots_rows_name_their_units_and_its_title_only_a_shared_one(monkeypatch):
     metrics = {"trains without warmup": "val loss without − with warmup, nats",
                "stable without warmup": "log2(largest stable peak lr) without − with, doublings",
@@ -187,16 +181,16 @@ def test_a_forest_plots_rows_name_their_units_and_its_title_only_a_shared_one(mo
                "prefill share": "100·FFN FLOPs / the whole prefill's, %",
                "speeds prefill": "100·ln(prefill speed-up), log-percent (+9.53 = ×1.10)",
                "adds no parameters": "parameters RoPE adds (exact)"}
-    row = {"id": "C19", "command": "blocklab suite placement", "figure": None,
-           "parts": [_forest_part(name, metric) for name, metric in metrics.items()]}
-    fig = _drawn_figure(monkeypatch, figures.fig_forest, {"ledger": [row]}, "C19")
+    c19 = row("C19", "inconclusive", [part(name, "inconclusive", 0.3, -0.2, 0.8, the_rule=rule(
+        metric=metric)) for name, metric in metrics.items()], "blocklab suite placement")
+    fig = _drawn_figure(monkeypatch, figures.fig_forest, {"ledger": [c19]}, "C19")
     assert fig._suptitle.get_text() == "C19"  # no unit holds for every row
     labels = [ax.get_yticklabels()[0].get_text() for ax in fig.axes[:len(metrics)]]
     assert labels == ["1. trains without warmup (nats)", "2. stable without warmup (doublings)",
                       "3. gradients vanish (log2 ratio)", "4. prefill share (%)",
                       "5. speeds prefill (log-%)", "6. adds no parameters"]
-    row["parts"] = row["parts"][3:4] * 2
-    fig = _drawn_figure(monkeypatch, figures.fig_forest, {"ledger": [row]}, "C19")
+    c19["parts"] = c19["parts"][3:4] * 2
+    fig = _drawn_figure(monkeypatch, figures.fig_forest, {"ledger": [c19]}, "C19")
     assert fig._suptitle.get_text() == "C19 (unit: %)"
 
 
