@@ -376,17 +376,6 @@ C31_SDPA_RULE = Rule(
             "when the cost run recorded no kernels")
 
 
-def c31_rules() -> dict[str, Rule]:
-    """C31's parts in the order the check grades them: RoPE's three, then ALiBi's and the
-    absolute schemes' (the claim's "very little"). None is a timing."""
-    return {C31_ROPE_PARAMS_PART: c31_params_rule("RoPE"),
-            C31_ROPE_FLOPS_PART: c31_share_rule("rope"),
-            C31_ROPE_SDPA_PART: C31_SDPA_RULE,
-            C31_ALIBI_PARAMS_PART: c31_params_rule("ALiBi"),
-            C31_ALIBI_FLOPS_PART: c31_share_rule("alibi"),
-            C31_ABSOLUTE_FLOPS_PART: c31_share_rule("absolute")}
-
-
 # --- C32 and C33: int8 quantization -------------------------------------------------------------
 # C32: dynamic int8 (its GEMMs run in int8), eager, at the largest timed T; repeats play the
 # part of seeds. Ratios of paired times are graded on 100·ln(ratio), whose t interval
@@ -533,17 +522,15 @@ LADDER_CLAIMS = ("C16", "C18", "C19", "C21", "C30")
 C16_PRECISION_MARGIN = C16_SMALLEST_EFFECT_PCT
 
 
-def c16_precision_rule(arm: str) -> Rule:
-    return Rule(metric=f"(bf16 − fp32) of ({arm} − relu)/relu val loss, % points, paired by "
-                       "seed, each precision at its own tuned rates",
-                smallest_effect=C16_PRECISION_MARGIN, margin=C16_PRECISION_MARGIN,
-                min_seeds=C16_MIN_SEEDS, claimed=0.0, test="equivalence",
-                decides="confirmed (the precision does not move the gap) when the (1 − 2·level) "
-                        "CI lies inside ±margin (two one-sided tests); not reproduced when the "
-                        "CI at its level lies wholly outside it; otherwise inconclusive")
-
-
-C16_PRECISION_RULES = {arm: c16_precision_rule(arm) for arm in C16_ARMS}
+C16_PRECISION_RULES = {
+    arm: Rule(metric=f"(bf16 − fp32) of ({arm} − relu)/relu val loss, % points, paired by "
+                     "seed, each precision at its own tuned rates",
+              smallest_effect=C16_PRECISION_MARGIN, margin=C16_PRECISION_MARGIN,
+              min_seeds=C16_MIN_SEEDS, claimed=0.0, test="equivalence",
+              decides="confirmed (the precision does not move the gap) when the (1 − 2·level) "
+                      "CI lies inside ±margin (two one-sided tests); not reproduced when the "
+                      "CI at its level lies wholly outside it; otherwise inconclusive")
+    for arm in C16_ARMS}
 
 RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C12": lambda size: {c12_part_name(init): C12_RULE for init in C12_INITS},
@@ -555,7 +542,14 @@ RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C29": lambda size: {C29_ORDER_PART: C29_ORDER_RULE, C29_UNIGRAM_PART: C29_UNIGRAM_RULE},
     "C30": lambda size: _bands([p for group in c30_plan(size).values() for p in group],
                                c30_rule),
-    "C31": lambda size: c31_rules(),
+    # RoPE's three, then ALiBi's and the absolute schemes' (the claim's "very little"); none
+    # is a timing.
+    "C31": lambda size: {C31_ROPE_PARAMS_PART: c31_params_rule("RoPE"),
+                         C31_ROPE_FLOPS_PART: c31_share_rule("rope"),
+                         C31_ROPE_SDPA_PART: C31_SDPA_RULE,
+                         C31_ALIBI_PARAMS_PART: c31_params_rule("ALiBi"),
+                         C31_ALIBI_FLOPS_PART: c31_share_rule("alibi"),
+                         C31_ABSOLUTE_FLOPS_PART: c31_share_rule("absolute")},
     "C32": lambda size: {C32_SPEED_PART: C32_SPEEDUP_RULE, C32_LARGEST_PART: C32_LARGEST_RULE,
                          C32_REASON_PART: C32_REASON_RULE},
     "C33": lambda size: {C33_EXACT_PART: C33_EXACT_RULE, C33_TENSOR_PART: C33_TENSOR_RULE},
