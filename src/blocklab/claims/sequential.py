@@ -131,8 +131,7 @@ def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str
             if n < 1:  # no result to build on: the suite's own plan runs it first
                 continue
             arms = tuple(part_arms(row.id, part.name, rule.metric, arms_of(suite)))
-            ran = min((coverage or {}).get(suite, {}).get(arm, 0) for arm in arms) if arms \
-                else 0
+            ran = min(((coverage or {}).get(suite, {}).get(arm, 0) for arm in arms), default=0)
             target = rule.next_look(max(n, ran))
             if target is None:
                 continue
@@ -409,15 +408,10 @@ def price_plan(request: RunRequest, names: Sequence[str], *, workers: int,
                    for p in price_specs(specs_of(name, arm, b.start - seed_offset,
                                                  b.stop - seed_offset), cal)]
         looks.append((len(seconds), makespan(seconds, max(workers, 1))))
-    total = first_s + BUILD_RESERVE_S
     admitted: int | None = None
-    if budget_s is not None:
-        admitted = 0
-        for _, wall in looks:
-            if total + wall > budget_s:
-                break
-            total += wall
-            admitted += 1
+    if budget_s is not None:  # the looks before the first whose running total passes the cap
+        totals = itertools.accumulate((w for _, w in looks), initial=first_s + BUILD_RESERVE_S)
+        admitted = next((i for i, t in enumerate(list(totals)[1:]) if t > budget_s), len(looks))
     price = first_s + BUILD_RESERVE_S + sum(w for _, w in looks)
     return WorkPlan(budget_s, first_s, looks, admitted, workers, price)
 
