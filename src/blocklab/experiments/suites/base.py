@@ -269,10 +269,8 @@ def seed_blocks(folder: Path) -> list[SeedBlock]:
 def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
     if not blocks:
         return
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     every = [*seed_blocks(folder), *blocks]
-    write_atomic(folder / SEED_BLOCKS,
+    write_atomic(Path(folder) / SEED_BLOCKS,
                  json.dumps([dataclasses.asdict(b) for b in every], indent=1) + "\n")
 
 
@@ -281,7 +279,6 @@ def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> 
     holds no reusable run yet (`fresh`); else the record as first written, or {}."""
     path = Path(folder) / PLANNED_RULES
     if rules is not None and fresh:
-        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(dict(sorted(rules.items())), indent=1,
                                       ensure_ascii=False) + "\n")
         return dict(rules)
@@ -434,11 +431,9 @@ def mixed_runs(results: Sequence[RunResult]) -> tuple[list[RunCount], list[RunCo
     for result in results:
         machines[machine_name(Machine.from_dict((result.provenance or {}).get("machine")))] += 1
         record = trained_record(result.to_dict())
-        if record is None:
+        if record is None or record["train_config"].get("precision") != "bf16":
             continue
         config, env = record["train_config"], record.get("environment") or {}
-        if config.get("precision") != "bf16":
-            continue
         backends = record.get("backends")
         kernel = (backends.get("attention") if isinstance(backends, dict) else None) \
             or "unrecorded"
@@ -519,8 +514,7 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bo
     with make_progress() as bar:
         overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs), loss="—")
         for spec in specs:
-            result = _execute_locked(spec, bar)
-            store.save(spec.run_id, result)
+            store.save(spec.run_id, _execute_locked(spec, bar))
             bar.advance(overall)
 
 
