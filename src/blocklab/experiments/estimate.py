@@ -274,8 +274,7 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
     deepest = [max(keys, key=lambda k: k.model.n_layers) for keys in families.values()]
     shallowest = [min(keys, key=lambda k: k.model.n_layers) for keys in families.values()]
     order = [reference] + deepest + [k for k in shallowest if k not in deepest]
-    models = dict(shapes)
-    models[reference] = reference_model()
+    models = {**shapes, reference: reference_model()}
     measuring = time.perf_counter()
 
     def spent(fraction: float) -> bool:
