@@ -376,11 +376,8 @@ def interaction_per_seed(training: Training, seeds: range, trained: dict[ArmKey,
                          depth: int, warmup: int) -> list[float | None]:
     """Per seed, (post cold − post warm) − (pre cold − pre warm) of the final validation loss
     (each arm at its own lr); None for a seed where any of the four runs did not finish."""
-    def vals(p: str, w: int) -> list[float | None]:
-        return _ok_vals(trained, seeds, p, depth, w)
-
-    return _interaction(vals("post", 0), vals("post", warmup), vals("pre", 0),
-                        vals("pre", warmup))
+    return _interaction(*(_ok_vals(trained, seeds, p, depth, w)
+                          for p, w in (("post", 0), ("post", warmup), ("pre", 0), ("pre", warmup))))
 
 
 def _interaction(a: list[float | None], b: list[float | None], c: list[float | None],
@@ -461,13 +458,11 @@ def stability_effects(sweep: Sweep, grid: str, seeds: range,
     where both arms are censored at the same end of the ladder (neither stable anywhere, or
     both still stable at its top) says nothing about their difference and drops out; one
     censored on one side counts at the ladder's end, a bound on the difference."""
-    top = sweep.rungs - 1
-
     def rungs(p: str, depth: int, w: int) -> list[float | None]:
         found = [swept.get((grid, p, depth, w, s)) for s in seeds]
         return [None if r is None else sweep.doublings(r.rung) for r in found]
 
-    ends = (sweep.doublings(-1), sweep.doublings(top))
+    ends = (sweep.doublings(-1), sweep.doublings(sweep.rungs - 1))
 
     def known(a: list[float | None], b: list[float | None]
               ) -> tuple[list[float | None], list[float | None]]:
