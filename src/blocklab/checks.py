@@ -14,6 +14,7 @@ the layers behind it do not check it again.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from blocklab.errors import InputError
@@ -47,3 +48,14 @@ def real(value: Any) -> bool:
 def refusal(subject: str, expected: str, error: type[InputError] = InputError) -> InputError:
     """The one-line error refusing `subject` (`--seed-offset -1`) with what is `expected`."""
     return error(f"{subject} is not allowed; expected {expected}")
+
+
+def read_results(results: str) -> Path:
+    """--results when only read (report --no-run or --plan, ladder, the README's table): a
+    folder, or missing (no results yet)."""
+    if not results.strip():
+        raise InputError(f"--results {results!r} is empty; expected a folder of suite results")
+    path = Path(results)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--results {results!r} is a file; expected a folder of suite results")
+    return path

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from blocklab.checks import refusal
+from blocklab.checks import read_results, refusal
 from blocklab.cli import app, check_device_option, console, jobs_executor, run_request
 from blocklab.cli import options as opt
 from blocklab.errors import InputError
@@ -72,7 +72,6 @@ def ladder(
     from blocklab.claims.catalogue import SUITE_OF
     from blocklab.claims.ladder import PRECISION_CHECKED, SIZES
     from blocklab.cli.paths import results_folder
-    from blocklab.cli.report import read_results
     from blocklab.cli.suite import auto_precision
     from blocklab.experiments.env import usable_cores
     from blocklab.experiments.suites import get_suite

@@ -9,12 +9,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from blocklab.checks import refusal
+from blocklab.checks import read_results, refusal
 from blocklab.cli import (
     Stopped,
     app,
@@ -175,16 +174,6 @@ def every_run_stored(request: RunRequest) -> bool:
     except (InputError, OSError):  # unreadable or damaged: not all stored
         return False
     return True
-
-
-def read_results(results: str) -> Path:
-    """--results when only read (--no-run, --plan): a folder, or missing (no results yet)."""
-    if not results.strip():
-        raise InputError(f"--results {results!r} is empty; expected a folder of suite results")
-    path = Path(results)
-    if path.exists() and not path.is_dir():
-        raise InputError(f"--results {results!r} is a file; expected a folder of suite results")
-    return path
 
 
 def budget_seconds(minutes: float | None, size: str) -> float | None:

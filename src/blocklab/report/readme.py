@@ -17,6 +17,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from blocklab.checks import read_results
 from blocklab.claims import ClaimResult, Context, run_claims
 from blocklab.claims.brief import brief
 from blocklab.errors import InputError
@@ -139,8 +140,6 @@ def machines_of(results: Path, size: str) -> list[str]:
 
 def _check_args(args: argparse.Namespace) -> RunRequest:
     """What the arguments ask the ledger to read; InputError naming an unusable option."""
-    from blocklab.cli.report import read_results
-
     read_readme(args.readme)
     if args.size not in SIZES:
         raise InputError(f"--size {args.size!r} is not allowed; expected one of {list(SIZES)}")
