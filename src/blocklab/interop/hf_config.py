@@ -372,15 +372,13 @@ def _from_hf_llama_family(hf: dict[str, Any], name: str) -> ModelConfig:
         ffn=_GATED_BY_ACT[act], ffn_bias=_hf_bool(hf, "mlp_bias", False), norm="rmsnorm",
         norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-6)),
         max_seq_len=_need(hf, "max_position_embeddings"), position="rope", rope_theta=theta,
-        rope_scaling=scaling,
+        rope_scaling=scaling, qk_norm=model_type == "qwen3",
         tie_embeddings=_hf_bool(hf, "tie_word_embeddings", model_type in ("gemma", "gemma2")),
         name=name)
     if model_type == "qwen2":  # q, k, v carry biases, o does not
         common.update(attn_bias=True, attn_out_bias=False)
     else:
         common.update(attn_bias=bias, attn_out_bias=bias)
-    if model_type == "qwen3":
-        common.update(qk_norm=True)
     if model_type in ("mistral", "qwen2", "qwen3", "gemma2"):
         common.update(_hf_attention_layout(hf, model_type, common["n_layers"]))
     if model_type == "gemma":  # Gemma 1: pre-norm, (1 + γ) gains, scaled embeddings
@@ -456,12 +454,10 @@ def _hf_attention_layout(hf: dict[str, Any], model_type: str, n_layers: Any) -> 
                               "sliding_window is set; model_type ministral reads per-layer "
                               "windows")
         types = every
-    elif given is not None:
+    else:
         # Where both are given transformers reads layer_types alone; max_window_layers then is
         # only the class default that save_pretrained writes beside it, not a second opinion.
-        types = given
-    else:
-        types = derived
+        types = derived if given is None else given
     if window is None and "sliding_attention" in types:
         # transformers builds no sliding mask for such a layer and fails at run time
         off = "sliding_window=None" if model_type == "gemma2" else "use_sliding_window is false"
@@ -725,8 +721,7 @@ def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
         raise ConfigError(f"cannot export to {model_type}: " + "; ".join(problems))
     rope = {"rope_type": cfg.rope_type, "rope_theta": cfg.rope_theta, **(cfg.rope_scaling or {})}
     out: dict[str, Any] = {
-        "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[model_type]],
+        "architectures": [f"{model_type.capitalize()}ForCausalLM"],
         "model_type": model_type,
         "vocab_size": cfg.vocab_size,
         "hidden_size": cfg.d_model,
