@@ -545,8 +545,7 @@ def makespan(seconds: Sequence[float], workers: int, start: float = 0.0) -> floa
     (a FIFO pool); every worker first spends `start`."""
     if not seconds:
         return 0.0
-    free = [start] * max(1, min(workers, len(seconds)))
-    heapq.heapify(free)
+    free = [start] * max(1, min(workers, len(seconds)))  # equal values: already a heap
     for s in seconds:
         heapq.heappush(free, heapq.heappop(free) + s)
     return max(free)
