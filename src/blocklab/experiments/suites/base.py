@@ -471,9 +471,8 @@ def _corpus_hashes(result: Any, depth: int = 0) -> list[tuple[str, str]]:
     data = result.get("data")
     if isinstance(data, dict) and isinstance(data.get("name"), str) and "sha256" in data:
         found.append((data["name"], data["sha256"]))
-    for value in result.values():
-        if isinstance(value, dict):
-            found += _corpus_hashes(value, depth + 1)
+    for value in result.values():  # a value that is no dict holds none
+        found += _corpus_hashes(value, depth + 1)
     return found
 
 
