@@ -467,7 +467,6 @@ class CostRun:
 
 
 def _result(kind: str, record: Any, started: float) -> RunResult:
-    """A run's result: its kind, then the record's fields as `extra`."""
     return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
                      extra=json_safe({"kind": kind, **dataclasses.asdict(record)}))
 
@@ -809,7 +808,7 @@ def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n
 
     grid: PasskeyGrid = {}
     for m in mults:
-        row: dict[str, float | str] = {}
+        row = grid.setdefault(str(m), {})
         reader = read_at(model, scaling, m, L)
         for depth in depths:
             try:
@@ -817,7 +816,6 @@ def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n
                                                    seed=seed)
             except PositionsBeyondTable:  # any other error is a fault: the run fails
                 row[str(depth)] = UNAVAILABLE
-        grid[str(m)] = row
     return grid
 
 
@@ -1012,9 +1010,8 @@ def price(spec: RunSpec, cal) -> float | None:
         return seconds
 
     if kind == "train":
-        order = config.order
         seconds = (training_s(model, train, cal) + read(mults, True)
-                   + forward(2 * order.prefixes, order.prefix_len)
+                   + forward(2 * config.order.prefixes, config.order.prefix_len)
                    + 2 * (cal.build_s(model, B, L, precision) + forward(1, 16)))
         if spec.arm == "rope":
             longer = [m for m in mults if m > 1]
