@@ -483,8 +483,7 @@ def _progress_task(progress: Progress | bool, label: str, total: int) -> Iterato
         return
     owned = progress is True
     bar = make_progress() if owned else progress
-    context = bar if owned else contextlib.nullcontext()
-    with context:
+    with bar if owned else contextlib.nullcontext():
         task = bar.add_task(label, total=total, loss="—")
         try:
             yield lambda advance, loss: bar.update(task, advance=advance, loss=f"{loss:.4f}")
@@ -631,7 +630,6 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             for active in (True, False):
                 recorder.active = active
                 _lm_loss(forward(batch[:, :-1]), batch[:, 1:]).backward()
-            recorder.active = False
             recorder.take()
             optimizer.zero_grad(set_to_none=True)
             for windows, batch_tokens in evaluations:
