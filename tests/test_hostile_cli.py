@@ -43,6 +43,8 @@ def test_threads_and_jobs_beyond_this_machine(tmp_path, one_line_exit_2, argv, v
     (["report", "--budget", "nan"], "--budget nan is not allowed; expected minutes in [0, 100000]"),
     (["suite", "ffn", "--tiny", "--budget", "5", "--seeds", "2"], "leave out --seeds"),
     (["suite", "ffn", "--tiny", "--budget", "5", "--precision", "bf16"], "--precision"),
+    (["report", "--tiny", "--precision", "bf16", "--budget", "5"],
+     "--budget adds seeds to the float32 runs"),
     (["ladder", "C36"],
      "claim 'C36' has no ladder; allowed: ['C16', 'C18', 'C19', 'C21', 'C30']"),
     (["ladder", "C16", "--precision", "fp16"], "--precision 'fp16' is not allowed"),

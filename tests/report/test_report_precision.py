@@ -37,9 +37,3 @@ def test_report_reads_bf16_suites_and_says_so(bf16_ffn):
     c16 = next(row for row in doc["ledger"] if row["id"] == "C16")
     assert "--precision bf16" in c16["command"]
 
-
-def test_a_bf16_budget_is_refused_in_one_line(tmp_path, one_line_exit_2):
-    one_line_exit_2(["report", "--tiny", "--results", str(tmp_path / "runs"), "--out",
-                     str(tmp_path / "out"), "--precision", "bf16", "--budget", "5"],
-                    "--budget adds seeds to the float32 runs")
-    assert not (tmp_path / "runs").exists()
