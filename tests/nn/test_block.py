@@ -20,19 +20,21 @@ JAC = dict(atol=1e-10, rtol=1e-10)
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-class Linear(nn.Module):
-    """A sublayer F(x) = A x that accepts the attention keywords Block passes."""
+class Sublayer(nn.Module):
+    """A sublayer F(x) = A x, or act(A x), that accepts the attention keywords Block passes."""
 
-    def __init__(self, matrix: torch.Tensor) -> None:
+    def __init__(self, matrix: torch.Tensor, act=None) -> None:
         super().__init__()
         self.matrix = nn.Parameter(matrix)
+        self.act = act
 
     def forward(self, x, rope=None, bias=None, cache=None):
-        return x @ self.matrix.T
+        y = x @ self.matrix.T
+        return y if self.act is None else self.act(y)
 
 
 def _linear_block(placement, a, b):
-    return Block(Linear(torch.from_numpy(a)), Linear(torch.from_numpy(b)),
+    return Block(Sublayer(torch.from_numpy(a)), Sublayer(torch.from_numpy(b)),
                  RMSNorm(D, eps=EPS).double(), RMSNorm(D, eps=EPS).double(), placement=placement)
 
 
@@ -54,18 +56,8 @@ def test_block_jacobian_matches_reference(placement):
 
 
 def _tanh_sublayer(seed):
-    layer = nn.Linear(D, D, dtype=torch.float64)
-    nn.init.normal_(layer.weight, generator=torch.Generator().manual_seed(seed))
-
-    class Sub(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer = layer
-
-        def forward(self, x, rope=None, bias=None, cache=None):
-            return torch.tanh(self.layer(x))
-
-    return Sub()
+    generator = torch.Generator().manual_seed(seed)
+    return Sublayer(torch.randn(D, D, dtype=torch.float64, generator=generator), torch.tanh)
 
 
 def _gain_norm(seed):
