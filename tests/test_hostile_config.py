@@ -6,6 +6,8 @@ Every CLI case exits 2 with one `error: ` line naming the option or key as the u
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo
@@ -145,6 +147,8 @@ def test_rope_scaling_that_means_none_still_reads(scaling):
     ('{"model": {"rope_scaling": {"factor": 8}}}', ["model.rope_scaling", "'rope_type'"]),
     ("", ["malformed JSON"]),
     (b"\xff\xfe{\x00}\x00", ["not UTF-8 text"]),  # UTF-16
+    *((json.dumps({"model": {}, "train": {}, "data": data}), ["'data'"])
+      for data in ({"name": "stdlib"}, 5, None, ["stdlib"])),
 ])
 def test_train_unusual_config_files(tmp_path, one_line_exit_2, text, needles):
     path = tmp_path / "run.json"

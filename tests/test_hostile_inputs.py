@@ -50,12 +50,6 @@ def test_train_on_cuda_without_cuda(one_line_exit_2):
     one_line_exit_2(["train", "--device", "cuda", "--steps", "1"], "'cuda'")
 
 
-@pytest.mark.parametrize("data", [{"name": "stdlib"}, 5, None, ["stdlib"]])
-def test_train_config_data_of_the_wrong_type(tmp_path, one_line_exit_2, data):
-    path = write_json(tmp_path, {"model": {}, "train": {}, "data": data}, "run.json")
-    one_line_exit_2(["train", "--config", path], "'data'")
-
-
 @pytest.mark.parametrize("argv", [
     ["--d-model", "1000000000000", "--n-heads", "1"],
     ["--batch-size", "1000000000"],
