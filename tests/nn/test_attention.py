@@ -140,8 +140,7 @@ def test_default_scale_and_dtype():
 @pytest.mark.parametrize("n_kv_heads", [H, HKV])
 def test_packed_qkv_computes_the_same_function(n_kv_heads):
     plain = _attention(n_kv_heads=n_kv_heads, qk_norm=True)
-    fused = Attention(D, H, n_kv_heads, HD, True, True, q_norm=RMSNorm(HD), k_norm=RMSNorm(HD),
-                      packed_qkv=True).double()
+    fused = _attention(n_kv_heads=n_kv_heads, qk_norm=True, packed_qkv=True)
     state = plain.state_dict()
     for kind in ("weight", "bias"):
         state[f"qkv_proj.{kind}"] = torch.cat([state.pop(f"{p}_proj.{kind}") for p in "qkv"])
