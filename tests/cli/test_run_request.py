@@ -62,42 +62,30 @@ def cuda_present(monkeypatch):
 
 
 @pytest.mark.parametrize(("argv", "steps", "request_args"), [
-    (["--quick", "--seed-offset", "7", "--budget", "5"],
+    (["report", "--quick", "--seed-offset", "7", "--budget", "5"],
      {"price_plan", "run_looks", "run_suites", "build_report"}, ("quick", 7, "fp32", 300.0)),
     # no budget: no further looks
-    (["--tiny", "--precision", "bf16"], {"run_suites", "build_report"}, ("tiny", 0, "bf16", 0.0)),
-    (["--tiny", "--device", "cuda:0"], {"run_suites", "build_report"},
+    (["report", "--tiny", "--precision", "bf16"], {"run_suites", "build_report"},
+     ("tiny", 0, "bf16", 0.0)),
+    (["report", "--tiny", "--device", "cuda:0"], {"run_suites", "build_report"},
      ("tiny", 0, "fp32", 0.0, "cuda:0")),
+    # the plan prices the request it would run; full: no limit
+    (["report", "--plan", "--full", "--seed-offset", "3"], {"estimate_suites"},
+     ("full", 3, "fp32", None)),
+    # claims reads what its request names
+    (["claims", "--json", "--tiny", "--seed-offset", "2", "--precision", "bf16"], {"run_claims"},
+     ("tiny", 2, "bf16")),
+    (["suite", "ffn", "--tiny", "--budget", "2", "--no-progress"],
+     {"price_plan", "run_looks", "run_suites"}, ("tiny", 0, "fp32", 120.0)),
 ])
-def test_report_hands_one_request_to_the_suites_the_design_and_the_report(
-        tmp_path, received, cuda_present, argv, steps, request_args):
-    assert main(["report", *argv, "--results", str(tmp_path / "runs"), "--out",
-                 str(tmp_path / "out"), "--no-progress"]) == 0
-    assert set(received) == steps
-    (request,) = received["run_suites"]
-    assert request == RunRequest(tmp_path / "runs", *request_args)
-    assert all(got is request for calls in received.values() for got in calls)
-
-
-@pytest.mark.parametrize(("argv", "step", "request_args"), [
-    (["report", "--plan", "--full", "--seed-offset", "3"], "estimate_suites",
-     ("full", 3, "fp32", None)),  # the plan prices the request it would run; full: no limit
-    (["claims", "--json", "--tiny", "--seed-offset", "2", "--precision", "bf16"], "run_claims",
-     ("tiny", 2, "bf16")),  # claims reads what its request names
-])
-def test_the_plan_and_claims_read_the_request_their_options_name(tmp_path, received, argv,
-                                                                  step, request_args):
-    assert main([*argv, "--results", str(tmp_path)]) == 0
-    (request,) = received[step]
-    assert request == RunRequest(tmp_path, *request_args)
-
-
-def test_suite_budget_hands_its_request_to_the_design(tmp_path, received, started):
-    assert main(["suite", "ffn", "--tiny", "--budget", "2", "--results", str(tmp_path / "runs"),
-                 "--no-progress"]) == 0
-    (request,) = received["price_plan"]
-    assert request == RunRequest(tmp_path / "runs", "tiny", 0, "fp32", 120.0)
-    assert received["run_looks"][0] is request and received["run_suites"][0] is request
+def test_each_command_hands_one_request_to_every_step(tmp_path, received, cuda_present, started,
+                                                      argv, steps, request_args):
+    report = ["--out", str(tmp_path / "out"), "--no-progress"] if argv[0] == "report" else []
+    assert main([*argv, "--results", str(tmp_path), *report]) == 0
+    requests = [got for calls in received.values() for got in calls]
+    assert set(received) == steps and len(requests) == len(steps)  # each step called once
+    assert all(got is requests[0] for got in requests)
+    assert requests[0] == RunRequest(tmp_path, *request_args)
 
 
 # --- --device ---------------------------------------------------------------------------------
