@@ -3,7 +3,6 @@
 import dataclasses
 import json
 import re
-from dataclasses import dataclass
 
 import pytest
 
@@ -16,6 +15,8 @@ from blocklab.experiments.suites.position.summary import PositionArm
 from blocklab.experiments.summaries import SUMMARY_SCHEMA, Interval, LrTrial, Summary, Table
 from blocklab.jsonio import decode
 from blocklab.precision import PRECISIONS
+
+from .conftest import ToyData
 
 
 def _arm(**changes) -> FfnArm:
@@ -111,12 +112,8 @@ def test_unions_take_the_member_that_fits():
 
 
 def test_summary_from_dict_with_an_explicit_type_and_a_valid_key_not_run_is_none(tmp_path):
-    @dataclass(frozen=True)
-    class Toy:
-        diff: Interval
-
-    doc = Summary("toy", "tiny", 1, [], data=Toy(Interval(1, 0.5))).to_dict()
-    assert summaries.summary_from_dict(doc, "summary", Toy).data.diff.mean == 0.5
+    doc = Summary("toy", "tiny", 1, [], data=ToyData(Interval(1, 0.5))).to_dict()
+    assert summaries.summary_from_dict(doc, "summary", ToyData).data.diff.mean == 0.5
     with pytest.raises(ResultsError, match=r"summary\.data: FfnData fields differ \(missing "
                                            r"\['arms', .*unknown \['diff'\]\)"):
         summaries.summary_from_dict(doc, "summary", FfnData)  # the type asked for decides
@@ -161,8 +158,6 @@ def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
     assert ("a run of the stored summary is missing or unreadable (1 of 2, first bbb.json, "
             "damaged: malformed JSON: ") in reason
     assert f"`blocklab suite ffn --size quick --results {tmp_path}`" in reason
-    (folder / "bbb.json").unlink()
-    assert "(1 of 2, first bbb.json)" in summaries.incomplete(tmp_path, back)
     assert summaries.incomplete(tmp_path, dataclasses.replace(back, run_ids=[])) is None
     with pytest.raises(ResultsError, match="not a plain file name"):
         summaries.incomplete(tmp_path, dataclasses.replace(back, run_ids=["../x"]))
