@@ -39,7 +39,6 @@ def test_tiny_suite_end_to_end(tiny_runs):
     expected = set(runs.arms("tiny")) | {f"rope+{k}" for k in runs.SCALINGS}
     assert expected <= set(data.arms)
     assert not set(runs.REPORTED_ONLY) & set(data.arms)
-    assert any(name.endswith("+ft2x") for name in data.arms)  # tiny fine-tunes too
     for name, arm in data.arms.items():
         assert set(arm.loss_beyond_L) == {"2", "4"}, name
         assert arm.passkey is None, name  # passkey models: full only
