@@ -166,14 +166,12 @@ def _zero_dropped(ffn, k):
     return twin
 
 
-@pytest.mark.parametrize("kind", ["swiglu", "geglu", "relu", "gelu"])
-@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize(("kind", "packed"), [("swiglu", False), ("swiglu", True), ("geglu", False),
+                                              ("geglu", True), ("relu", False), ("gelu", False)])
 @pytest.mark.parametrize("bias", [False, True])
 def test_narrowed_equals_the_whole_ffn_with_dropped_channels_zeroed(kind, packed, bias):
     """Values and gradients: the FFN at its first k channels equals the whole FFN with the
     other channels' down columns zeroed; the dropped rows and columns get no gradient."""
-    if packed and not FFNS[kind][0]:
-        return
     torch.manual_seed(0)
     d, m, k = 8, 12, 5
     ffn = build_ffn(kind, d, m, bias=bias, packed=packed).double()
