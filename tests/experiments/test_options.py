@@ -5,7 +5,6 @@ is tested once, at one door: the seed offset at RunRequest, the device at RunOpt
 precision in tests/test_precision.py."""
 
 import ast
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,8 @@ from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions,
 from blocklab.experiments.results import run_id, train_identity
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.trainer import TrainConfig
+
+from .conftest import plain_suite
 
 SIZES = r"\['tiny', 'quick', 'full', 'rung1', 'rung2', 'rung3'\]"
 
@@ -63,14 +64,9 @@ def test_the_defaults_and_the_edges_of_options_and_a_request_are_allowed():
 
 
 # --- a suite's options ----------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class _NoData:
-    """The data type of a toy suite that is never summarised."""
-
-
 def _suite(precisions=("fp32",)) -> Suite:
-    return Suite("toy", "a toy", lambda options, tuned: [], lambda options, results: None,
-                 _NoData, default_seeds={"tiny": 1, "quick": 3, "full": 7}, precisions=precisions)
+    return plain_suite("toy", lambda options, tuned: [],
+                       default_seeds={"tiny": 1, "quick": 3, "full": 7}, precisions=precisions)
 
 
 def test_for_suite_takes_the_suites_default_seeds_from_the_offset():
