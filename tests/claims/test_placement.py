@@ -119,7 +119,6 @@ def test_placement_verdict_logic(tmp_path, pre_failures, effect, stable, c19, pa
                   "C12", "C13", "C19")
     assert rows["C13"].verdict == "run"
     assert rows["C13"].to_dict()["rule"]["min_seeds"] == 4
-    assert rows["C13"].estimate.value == effect.warmup_interaction.mean
     assert [p.estimate.value for p in rows["C13"].parts] == [
         effect.warmup_interaction.mean, stable.warmup_interaction.mean]  # the stable-lr finding
     assert rows["C19"].verdict == c19 and rows["C19"].error is None
@@ -189,8 +188,7 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
 def test_c19_decides_a_loss_contrast_only_where_every_reading_of_its_lr_bias_agrees(tmp_path):
     """Pre-norm cold's lopsided curve biases its contrasts: the parts the bias flips stay
     inconclusive and say both readings; the unbiased parts are still decided by Holm."""
-    spread = {init: ci(0.5, 0.3, 0.7, 8) for init in ("gpt2", "xavier", "depth")}
-    data = _placement(0, HOLDS, spread, STABLE_HOLDS)
+    data = _placement(0, HOLDS, SPREAD, STABLE_HOLDS)
     lopsided = [t if t.arm != "pre/12/0" else LrTrial(t.arm, t.lr, t.seed, t.status,
                                                       {3e-3: 3.2, 1e-2: 2.5, 3e-2: 2.45}[t.lr],
                                                       t.d_model)
