@@ -90,7 +90,7 @@ def checkpoint(tmp_path):
 
 def test_doctor_skips_an_index_nested_too_deep(tmp_path, capsys):
     """The index only feeds doctor's tied-embeddings check: unreadable, that check is skipped
-    (a config.json nested too deep: tests/test_strict_json.py)."""
+    (a config.json nested too deep: tests/test_hostile_config.py)."""
     write_json(tmp_path, LLAMA_HF)
     write_json(tmp_path, "[" * 100_000 + "]" * 100_000, "model.safetensors.index.json")
     code, _, err = run_cli(["doctor", str(tmp_path)], capsys)
