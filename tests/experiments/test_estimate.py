@@ -96,20 +96,18 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
 
 
 def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
-    model = MODEL
     timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.006, call_s=0.001)
-    key = estimate._key(model, 4, 16, "fp32")
+    key = estimate._key(MODEL, 4, 16, "fp32")
     cal = estimate.Calibration(seconds=0.0, timings={key: timing}, measured=1, fitted=0,
                                speed=1.0, startup_s=0.0, worker_start_s=0.0,
                                val_tokens=644_017)
     train = TrainConfig(steps=10, batch_size=4, seq_len=16, eval_batches=2).to_dict()
-    assert "final_eval_fraction" not in train  # priced as before the field existed
 
     def shape(**changes):
         return estimate.TrainShape.from_payload(dict(train, **changes))
 
-    base = estimate.training_s(model, shape(), cal)
-    prices = [estimate.training_s(model, shape(final_eval_fraction=f), cal)
+    base = estimate.training_s(MODEL, shape(), cal)  # no key: priced as before the field existed
+    prices = [estimate.training_s(MODEL, shape(final_eval_fraction=f), cal)
               for f in (0.0, 0.01, 0.125, 0.5, 1.0)]
     assert prices[0] == base and all(a < b for a, b in zip(prices, prices[1:], strict=False))
     # each chunk of FINAL_EVAL_TOKENS tokens is one no-grad forward: the call's overhead once,
@@ -117,14 +115,14 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
     windows = final_window_count(644_017, 16, 0.125, minimum=8)
     assert windows == math.ceil(0.125 * 644_017 / 16)
     rows = FINAL_EVAL_TOKENS // 16
-    assert prices[2] - base == pytest.approx(estimate.evaluation_s(model, shape(), windows, 16, cal,
+    assert prices[2] - base == pytest.approx(estimate.evaluation_s(MODEL, shape(), windows, 16, cal,
                                                                    FINAL_EVAL_TOKENS))
     chunks = math.ceil(windows / rows)
     assert prices[2] - base < chunks * timing.call_s + (windows / 4) * timing.forward_s
     assert prices[2] - base > chunks * timing.call_s
     # a smaller validation split costs less
     smaller = dataclasses.replace(cal, val_tokens=64_000)
-    assert estimate.training_s(model, shape(final_eval_fraction=0.125), smaller) < prices[2]
+    assert estimate.training_s(MODEL, shape(final_eval_fraction=0.125), smaller) < prices[2]
 
 
 def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tiny_runs):
