@@ -14,11 +14,11 @@ from blocklab.experiments.suites.placement.summary import (
     PlacementData,
     PlacementEffect,
     SlopePrediction,
-    StabilityArm,
     StabilityEffect,
 )
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 
+from . import test_depth as td
 from .conftest import ci, graded, store_summary
 
 
@@ -48,12 +48,7 @@ def _placement(pre_failures: int, effect: PlacementEffect,
                 delta_vs_pre=None if p == "pre" else ci(0.1, -0.5, 0.7), steps_done=300.0,
                 val_auc=ci(2.5, 2.4, 2.6), grad_first_over_last_log2=ci(-1.0, -2.0, 0.0)))
     stable = stable or STABLE_HOLDS
-    ladder = [4e-3 * 2 ** k for k in range(7)]
-    stability = [StabilityArm(grid="sweep", placement=p, depth=12, warmup=w, steps=100,
-                              ladder=ladder, rungs=[3, 3, 3, 3], log2_max_stable=ci(3.0, 3.0,
-                                                                                   3.0, 4),
-                              max_stable_lr=ladder[3], censored_low=0, censored_high=0,
-                              loss_at_lr={"0.032": [2.5] * 4})
+    stability = [dataclasses.replace(td._arm(p, [3] * 4, 12), grid="sweep", warmup=w)
                  for p in ("pre", "post") for w in (0, 100)]
     tuning = [ArmTuning(f"{p}/12/{w}", (3e-3, 1e-2, 3e-2), 1e-2, interior, 0)
               for p in ("pre", "post") for w in (0, 100)]
