@@ -62,8 +62,7 @@ def test_hand_case_pre_and_post_jacobians_with_a_zero_sublayer_and_another():
     # With a sublayer: the reference Jacobians.
     matrix = np.array([[0.3, -0.7], [0.2, 0.5]])  # not symmetric: A·J_N ≠ J_N·A
     pre, post, x = _hand_case(matrix)
-    want = ref.residual_paths([1.0, 3.0], matrix, eps=EPS)
-    probes = _basis(x.shape)
+    want = ref.residual_paths([1.0, 3.0], matrix, eps=EPS)  # (the same x: the same probes)
     for block, key in ((pre, "pre_jacobian"), (post, "post_jacobian")):
         got = jac.identity_deviation(block, x, probes)
         assert got.deviation == pytest.approx(
