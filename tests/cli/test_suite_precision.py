@@ -5,11 +5,11 @@ its runs in that precision's folder; a suite that measures float32 only stays fl
 import json
 
 import pytest
-import torch
 
 from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.experiments import step_precision
+from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import SIZES
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
 from blocklab.nn import calibration
@@ -18,12 +18,8 @@ from blocklab.nn import calibration
 def _keep_answer(suite: str, size: str, fastest: str, fp32_s=0.020, bf16_s=0.012):
     """Store the calibration's answer for `suite`'s shape at `size`, as a measurement would."""
     config, batch, seq_len = get_suite(suite).shape(size)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # the answer is kept per thread count: suite runs train on one
-    try:
+    with torch_threads(1):  # the answer is kept per thread count: suite runs train on one
         key = step_precision.calibration_key(config, batch, seq_len, "fast")
-    finally:
-        torch.set_num_threads(before)
     path = calibration.folder() / f"{calibration.question('step_precision', key)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"op": "step_precision", "key": key, "fastest": fastest,
