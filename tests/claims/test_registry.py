@@ -62,10 +62,8 @@ def fake_results(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("results")
     rel = ci(-1.5, -2.0, -1.0, 5)
     store_summary(root, "ffn", tf._ffn_data(rel, rel, rel), 4)
-    spread = {"gpt2": ci(0.5, 0.3, 0.7, 4), "xavier": ci(3.0, 2.5, 3.5, 4),
-              "depth": ci(0.2, 0.1, 0.3, 4)}
     deep = td._data([td._effect(ci(4.8, 4.2, 5.3, 8))])
-    main_grid = tpl._placement(0, tpl.HOLDS, spread)
+    main_grid = tpl._placement(0, tpl.HOLDS, tpl.SPREAD)
     store_summary(root, "placement", dataclasses.replace(
         main_grid, stability=main_grid.stability + deep.stability,
         stability_effects=main_grid.stability_effects + deep.stability_effects), 4)
