@@ -11,7 +11,6 @@ from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.trainer import build_model
 from blocklab.nn.ffn import equal_param_gated_width
 
-LRS = dict.fromkeys(ffn.ARMS, 3e-3)
 TINY = RunOptions("tiny")
 
 
@@ -77,7 +76,7 @@ def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses(name, wid
         (arm, lr, d) for d, arms in widths for arm in arms for lr in size.lr_grid.base}
     assert min(s.seed for s in specs) == TUNING_SEEDS
     assert {s.payload["train"]["init"] for s in specs} == {"fan_in"}
-    lrs = {**LRS, "swiglu": 3e-2}
+    lrs = {**dict.fromkeys(ffn.ARMS, 3e-3), "swiglu": 3e-2}
     evaluated = ffn.plan_at(RunOptions("full", range(2)), lrs)
     swiglu = [s for s in evaluated if s.arm == "swiglu" and s.payload["kind"] == "train"]
     assert {s.payload["train"]["lr"] for s in swiglu} == {3e-2}
