@@ -69,8 +69,7 @@ def test_the_lack_of_fit_is_the_F_test_of_the_line_against_one_mean_per_rung():
     assert fit.within_sd == pytest.approx(math.sqrt(sse_cells / 16), rel=1e-10)
     # the fit read back from its dict draws the same band
     fit = fit_line([(x, _interval(v)) for x, v in _seeds(3).items()])
-    again = LineFit.from_dict(fit.to_dict())
-    assert again == fit
+    assert LineFit.from_dict(fit.to_dict()) == fit
     # at the weighted mean x the band is the weighted mean's own interval
     low, high = fit.band(fit.x_mean)
     assert (high - low) / 2 == pytest.approx(fit.t * math.sqrt(fit.scale / fit.weight),
