@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -766,11 +767,9 @@ def settle(verdicts: list[str], rule: Callable[[list[str]], str], limit: int = 1
     if len(open_at) > limit:
         return INCONCLUSIVE
     outcomes = set()
-    for bits in range(2 ** len(open_at)):
-        filled = list(verdicts)
-        for j, i in enumerate(open_at):
-            filled[i] = "confirmed" if bits >> j & 1 else "not-reproduced-at-this-scale"
-        outcomes.add(rule(filled))
+    for fill in itertools.product((CONFIRMED, NOT_REPRODUCED), repeat=len(open_at)):
+        filled = dict(zip(open_at, fill, strict=True))
+        outcomes.add(rule([filled.get(i, v) for i, v in enumerate(verdicts)]))
         if len(outcomes) > 1:
             return INCONCLUSIVE
     return outcomes.pop()
