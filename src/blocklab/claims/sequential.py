@@ -214,14 +214,12 @@ def run_looks(request: RunRequest, names: Sequence[str], *, plan: WorkPlan | Non
     looks = Looks(request.budget_s, admitted)
     looks.errors = run(rules=rules)
     ids = claims_of(names)
-    k = 1
-    while True:
+    for k in itertools.count(1):
         rows = run_claims(ids, Context(request))
         planned = {name: _plan(request, name) for name in names if name not in looks.errors}
         arms = {name: sorted({spec.arm for spec in p.specs}) for name, p in planned.items()}
         if not _next_look(looks, rows, planned, arms, k, request, run, rules, workers, echo):
             break
-        k += 1
     _check_contradictions(looks, rows, arms, request, echo, executor, progress)
     return looks
 
@@ -327,10 +325,8 @@ def worst_case_blocks(request: RunRequest, names: Sequence[str]
         blocks = next_blocks(_parts_at_look(request.size, names, arms, j), coverage, first)
         if not blocks:
             return out
-        for name, bs in blocks.items():
-            for b in bs:
-                for arm in b.arms:
-                    coverage[name][arm] = max(coverage[name][arm], b.stop - first)
+        for name, bs in blocks.items():  # each block starts at its arms' coverage
+            coverage[name].update((arm, b.stop - first) for b in bs for arm in b.arms)
         out.append(blocks)
     return out
 
