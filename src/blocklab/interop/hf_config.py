@@ -298,9 +298,7 @@ def _hf_nested(hf: dict[str, Any], key: str | None, params: dict[str, Any], name
                               f"{shown_value(hf[name])} disagree; transformers reads {key}.{name} "
                               f"and ignores the top-level {name}: remove one or make them agree")
         return f"{key}.{name}", params[name]
-    if name in hf:
-        return name, hf[name]
-    return None, default
+    return (name, hf[name]) if name in hf else (None, default)
 
 
 def _hf_original_length(hf: dict[str, Any], model_type: str, key: str | None,
