@@ -55,13 +55,11 @@ def test_save_summary_writes_what_load_summary_reads_back_equal_and_typed(tmp_pa
     back = load_summary(tmp_path, "ffn", "quick")
     assert back == summary  # typed: an Interval is no dict, a tuple (page) no list
     assert not [p for p in path.parent.iterdir() if p.name != "summary.json"]  # no temp left
-    for arm, found in ((_arm(counted=2.5), r"counted: expected int, found 2\.5"),
-                       (_arm(lr=float("nan")), r"lr: expected float, found None")):  # NaN: null
-        broken = dataclasses.replace(summary, data=dataclasses.replace(
-            summary.data, arms={"swiglu": arm}))
-        with pytest.raises(RuntimeError, match=r"suite ffn wrote a summary that does not read "
-                                               r"back: .*" + found):
-            summaries.save_summary(tmp_path / "ffn" / "quick", broken)
+    broken = dataclasses.replace(summary, data=dataclasses.replace(
+        summary.data, arms={"swiglu": _arm(lr=float("nan"))}))  # NaN is written as null
+    with pytest.raises(RuntimeError, match=r"suite ffn wrote a summary that does not read "
+                                           r"back: .*lr: expected float, found None"):
+        summaries.save_summary(tmp_path / "ffn" / "quick", broken)
     assert load_summary(tmp_path, "ffn", "quick") == summary  # the good one is kept
     # machines and kernels came after SUMMARY_SCHEMA 11: a summary stored before them reads
     # as one whose runs were not mixed
