@@ -39,8 +39,8 @@ def test_closed_forms_and_the_order_of_the_matrix_product():
     np.testing.assert_allclose(
         out["post_jacobian"], rmsnorm_jacobian(inner, eps) @ (np.eye(2) + a), atol=1e-15
     )
-    # Order of the matrix product: a diagonal A does not commute with the norm's Jacobian, and
-    # pre-norm uses A·J_N.
+    # Order of the matrix product: pre-norm uses A·J_N (above; J_N·A differs by 0.75 for that a),
+    # and even a diagonal A does not commute with the norm's Jacobian.
     result = commutator(DIAG, X)
     assert set(result) == {"a_jn", "jn_a", "max_difference"}
     jac = rmsnorm_jacobian(X)
@@ -48,9 +48,6 @@ def test_closed_forms_and_the_order_of_the_matrix_product():
     np.testing.assert_allclose(result["jn_a"], jac @ DIAG, atol=1e-15)
     assert type(result["max_difference"]) is float
     assert result["max_difference"] > 0.1
-    pre_jacobian = residual_paths(X, DIAG)["pre_jacobian"]
-    np.testing.assert_allclose(pre_jacobian, np.eye(2) + result["a_jn"], atol=1e-15)
-    assert np.max(np.abs(pre_jacobian - np.eye(2) - result["jn_a"])) > 0.1
 
 
 # --- Jacobians against central differences (C09, C14) --------------------------------------
