@@ -83,18 +83,11 @@ def _loss_of(ids: torch.Tensor):
     return lambda m: F.cross_entropy(m(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten())
 
 
-def _exact_layer_jacobian(model: DecoderLM, layer: int, inputs) -> np.ndarray:
-    """The whole n × n Jacobian of one layer at its recorded input (autograd, column by
-    column): the reference the probes estimate."""
-    recorded = inputs[layer]
-    x = recorded.x.detach()
-
-    def block(v):
-        return model.layers[layer](v, **recorded.kwargs)
-
-    full = torch.autograd.functional.jacobian(block, x)  # [B, T, d, B, T, d]
-    n = x.numel()
-    return full.reshape(n, n).numpy()
+def _exact_jacobian(block, x: torch.Tensor) -> np.ndarray:
+    """The whole n × n Jacobian of `block` at `x` (autograd, column by column): the reference
+    the probes estimate."""
+    full = torch.autograd.functional.jacobian(block, x.detach())  # [B, T, d, B, T, d]
+    return full.reshape(x.numel(), x.numel()).numpy()
 
 
 @pytest.mark.parametrize("placement", ["pre", "post"])
@@ -104,13 +97,13 @@ def test_gaussian_probes_estimate_the_exact_frobenius_norm_of_a_real_block(place
     loss_of = _loss_of(torch.randint(0, 32, (2, 5), generator=torch.Generator().manual_seed(0)))
 
     _, _, inputs = jac.residual_sensitivity(model, loss_of)
-    j = _exact_layer_jacobian(model, 1, inputs)
-    n = j.shape[0]
-    exact = jac.IdentityDeviation(_frobenius_per_entry(j - np.eye(n)), _frobenius_per_entry(j))
 
     def block(v):
         return model.layers[1](v, **inputs[1].kwargs)
 
+    j = _exact_jacobian(block, inputs[1].x)
+    n = j.shape[0]
+    exact = jac.IdentityDeviation(_frobenius_per_entry(j - np.eye(n)), _frobenius_per_entry(j))
     # The basis gives the exact value, to rounding.
     by_basis = jac.identity_deviation(block, inputs[1].x, _basis(tuple(inputs[1].x.shape)))
     assert by_basis.deviation == pytest.approx(exact.deviation, rel=1e-10)
