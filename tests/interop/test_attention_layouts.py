@@ -142,9 +142,6 @@ def test_to_hf_writes_every_key_transformers_reads():
             out["layer_types"]) == (True, WINDOW, 1, [FULL, SW, SW])
     out = to_hf(cfg.replace(layer_types=(SW, FULL, SW), qk_norm=True), "qwen3")
     assert "max_window_layers" not in out and out["layer_types"] == [SW, FULL, SW]
-    assert to_hf(cfg.replace(layer_types=None), "mistral")["sliding_window"] == WINDOW
-    assert to_hf(cfg.replace(sliding_window=None, layer_types=None), "mistral")[
-        "sliding_window"] is None
     with pytest.raises(ConfigError, match="only 2 of 3 layers are windowed"):
         to_hf(cfg, "mistral")
     with pytest.raises(ConfigError, match="llama has none"):
