@@ -18,6 +18,7 @@ from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import get_suite, quantize
 from blocklab.experiments.suites.quantize.summary import SwigluQuant
+from blocklab.nn.int8 import SWIGLU_SCHEMES
 
 from . import test_depth as td
 from . import test_ffn as tf
@@ -77,8 +78,7 @@ def fake_results(tmp_path_factory) -> Path:
     iv = ci(5.0, 4.0, 6.0)
     swiglu = [SwigluQuant(scheme=s, ffn_error=iv, logits_error=iv, delta=iv,
                           error_vs_separate_pct=iv)
-              for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",
-                        "separate-per-tensor")]
+              for s in SWIGLU_SCHEMES]
     store_summary(root, "quantize", dataclasses.replace(tq._data(1.8, 1.2), swiglu=swiglu), 4)
     store_summary(root, "width", tw._data(), 4)
     return root
