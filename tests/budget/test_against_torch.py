@@ -84,16 +84,14 @@ def _counted(model, ids, **kwargs):
             torch.no_grad():
         model(ids, **kwargs)
     per_module = {k: sum(v.values()) for k, v in counter.get_flop_counts().items()}
-    return counter.get_total_flops(), _parts(per_module, model.config.n_layers)
-
-
-def _parts(per_module, n_layers):
+    layers = range(model.config.n_layers)
     proj = sum(per_module.get(f"DecoderLM.layers.{i}.attention.{p}_proj", 0)
-               for i in range(n_layers) for p in "qkvo")
-    attention = sum(per_module.get(f"DecoderLM.layers.{i}.attention", 0) for i in range(n_layers))
-    ffn = sum(per_module.get(f"DecoderLM.layers.{i}.ffn", 0) for i in range(n_layers))
-    return {"attention_proj": proj, "attention_scores": attention - proj, "ffn": ffn,
-            "lm_head": per_module.get("DecoderLM.lm_head", 0)}
+               for i in layers for p in "qkvo")
+    attention = sum(per_module.get(f"DecoderLM.layers.{i}.attention", 0) for i in layers)
+    ffn = sum(per_module.get(f"DecoderLM.layers.{i}.ffn", 0) for i in layers)
+    parts = {"attention_proj": proj, "attention_scores": attention - proj, "ffn": ffn,
+             "lm_head": per_module.get("DecoderLM.lm_head", 0)}
+    return counter.get_total_flops(), parts
 
 
 @pytest.mark.parametrize("overrides", CONFIGS.values(), ids=CONFIGS.keys())
