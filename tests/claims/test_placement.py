@@ -183,9 +183,8 @@ def test_c19_decides_a_loss_contrast_only_where_every_reading_of_its_lr_bias_agr
     """Pre-norm cold's lopsided curve biases its contrasts: the parts the bias flips stay
     inconclusive and say both readings; the unbiased parts are still decided by Holm."""
     data = _placement(0, HOLDS, SPREAD, STABLE_HOLDS)
-    lopsided = [t if t.arm != "pre/12/0" else LrTrial(t.arm, t.lr, t.seed, t.status,
-                                                      {3e-3: 3.2, 1e-2: 2.5, 3e-2: 2.45}[t.lr],
-                                                      t.d_model)
+    curve = {3e-3: 3.2, 1e-2: 2.5, 3e-2: 2.45}
+    lopsided = [t if t.arm != "pre/12/0" else dataclasses.replace(t, val_loss=curve[t.lr])
                 for t in data.lr_trials]
     row = graded(tmp_path, "placement", dataclasses.replace(data, lr_trials=lopsided), "C19")["C19"]
     first = row.parts[0]
