@@ -246,8 +246,7 @@ def c21_fair_arms(size: str) -> tuple[str, str]:
     long enough to be read past L (the table of L cannot run there, so it "collapses" by
     construction), and sinusoidal with the √d embedding scale of the original Transformer
     (without it the position signal drowns the token embedding)."""
-    arms = position_suite.arms(size)
-    learned = next(a for a in arms if a.startswith("learned-"))
+    learned = next(a for a in position_suite.arms(size) if a.startswith("learned-"))
     return learned, "sinusoidal+scale"
 
 
