@@ -9,8 +9,6 @@ from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 
 from .conftest import ci, graded, store_summary
 
-SENSITIVITY = FfnSensitivity("gpt2", 3e-3, {}, {})
-
 
 def _ffn_arm(rel: Interval) -> FfnArm:
     loss = ci(2.0, 1.9, 2.1)
@@ -33,7 +31,8 @@ def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu
     trials = [LrTrial(arm, lr, 0, "ok", loss, 64) for arm in tuned
               for lr, loss in zip(grid, (curves or {}).get(arm, (2.1, 2.0, 2.1)), strict=True)]
     return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(grid),
-                   lr_trials=trials, lr_at_edge=list(lr_at_edge), sensitivity=SENSITIVITY, trend=[],
+                   lr_trials=trials, lr_at_edge=list(lr_at_edge),
+                   sensitivity=FfnSensitivity("gpt2", 3e-3, {}, {}), trend=[],
                    trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
                    baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64},
                    lr_tuning=tuning)
