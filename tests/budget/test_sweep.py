@@ -1,7 +1,5 @@
-"""The page-000 sweep: one quantity varied at a time, plain vs gated, and its plot."""
-
-import subprocess
-import sys
+"""The page-000 sweep: one quantity varied at a time, plain vs gated, and its plot (matplotlib
+loaded for the plot only: tests/test_no_torch.py runs `budget --sweep` forbidding it)."""
 
 import pytest
 
@@ -41,9 +39,3 @@ def test_plot_is_written_atomically_in_a_known_format(tmp_path):
     with pytest.raises(ValueError, match="cannot save a plot"):
         plot_sweep(sweep(), tmp_path / "sweep.nope")
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.png"]
-
-
-def test_matplotlib_only_imported_for_the_plot():
-    code = ("import sys; from blocklab.budget.sweep import sweep; sweep(); "
-            "assert 'matplotlib' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True)
