@@ -29,7 +29,8 @@ def test_a_summary_whose_runs_are_gone_reads_as_missing_results(tmp_path, monkey
     monkeypatch.setattr(finding, "load_summary", lambda *args, **kwargs: stored)
     ctx = Context(RunRequest(tmp_path, "quick"))
     (row,) = run_claims(["C16"], ctx)
-    # (its verdict and the command it names, on a real folder: tests/test_hostile_results.py)
+    assert row.verdict == "missing-results" and row.error is None
+    # (the command it names, on a real folder: tests/test_hostile_results.py)
     assert "incomplete" in row.summary and "0123456789ab.json" in row.summary_zh
     assert ctx.summary("ffn") is None and "0123456789ab.json" in ctx.unusable["ffn"]
 

@@ -26,7 +26,7 @@ from blocklab.experiments.suites.position.summary import (
     YarnBetas,
     YarnRamp,
 )
-from blocklab.experiments.summaries import TimeRatio
+from blocklab.experiments.summaries import Interval, TimeRatio
 from blocklab.nn import Attention
 
 from .conftest import ci, graded
@@ -60,8 +60,8 @@ def test_probe_uses_the_modules_weights_as_its_forward_does():
 
 # --- verdicts from synthetic summaries ----------------------------------------------------------
 def _arm(pcts) -> PositionArm:
-    """An arm read at each multiple: a percentage, or a string for a read not made."""
-    reads = {m: (p if isinstance(p, str) else ci(p)) for m, p in pcts.items()}
+    """An arm read at each multiple: a percentage, an Interval, or a string for a read not made."""
+    reads = {m: (p if isinstance(p, str | Interval) else ci(p)) for m, p in pcts.items()}
     return PositionArm(loss_at_L=ci(2.0), loss_beyond_L=reads,
                        sliding={m: None for m in pcts}, extrapolated_minus_sliding=reads,
                        extrapolated_vs_sliding_pct=reads, per_position={}, passkey=None)

@@ -122,6 +122,8 @@ def test_claims_json_lists_every_registered_rule_with_no_results(tmp_path, capsy
     ids = sorted(reg.RULES)
     assert main(["claims", *ids, "--json", "--results", str(tmp_path)]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    for cid in ("C16", "C18", "C19", "C21"):
+        assert rows[cid]["verdict"] == "missing-results"
     for cid in ids:
         planned = reg.registered(cid, "quick")
         parts = rows[cid]["parts"]

@@ -33,7 +33,6 @@ from blocklab.claims.rules import (
 )
 from blocklab.experiments.summaries import Interval
 
-from .conftest import ci
 from .test_positions import _arm as arm
 
 # The C16 shape: a loss change in %, negative = better, a gain of 1.5% claimed.
@@ -374,13 +373,13 @@ def test_part_builders_decide_without_a_test_only_what_no_test_can():
     failed = failed_runs_part("p", RULE, iv, failures=2)
     assert isinstance(failed, Part) and failed.verdict == NOT_REPRODUCED
     assert failed.reason == "2 pre-norm run(s) failed" and failed.decision is None
-    assert band_part("b", arm({"8": 0.3}), "8", "works", RULE) == ("b", RULE, Estimate.of(ci(0.3)))
+    assert band_part("b", arm({"8": iv}), "8", "works", RULE) == ("b", RULE, Estimate.of(iv))
     table = arm({"8": "unavailable (table)"})  # a learned table cannot run past its length
     assert band_part("b", table, "8", "collapses", RULE).verdict == CONFIRMED
     assert band_part("b", table, "8", "works", RULE).verdict == NOT_REPRODUCED
     assert band_part("b", None, "8", "works", RULE).verdict == INCONCLUSIVE  # not read
     # a multiple the arm was not read at is not read, never "cannot run: it collapses"
-    unread = band_part("b", arm({"8": 0.3}), "16", "drops", RULE)
+    unread = band_part("b", arm({"8": iv}), "16", "drops", RULE)
     assert unread.verdict == INCONCLUSIVE and unread.reason == "not read at 16×"
     # any other string is a bug in the suite: an error, never a verdict
     with pytest.raises(RuntimeError, match="neither a number nor"):

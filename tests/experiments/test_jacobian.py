@@ -52,8 +52,10 @@ def test_hand_case_pre_and_post_jacobians_with_a_zero_sublayer_and_another():
     got = jac.identity_deviation(pre, x, probes)
     assert got.deviation == 0.0
     assert got.gain == pytest.approx(1.0, abs=1e-12)
-    # Post-norm with F ≡ 0: y = N(x), J = J_N = I/s − x xᵀ/(d s³) (tests/reference/test_norms.py)
+    # Post-norm with F ≡ 0: y = N(x), J = J_N = I/s − x xᵀ/(d s³) (C06's analytic form).
     j_n = ref.rmsnorm_jacobian([1.0, 3.0], eps=EPS)
+    s = math.sqrt((1 + 9) / 2 + EPS)
+    assert j_n == pytest.approx(np.eye(2) / s - np.outer([1, 3], [1, 3]) / (2 * s**3), abs=1e-15)
     got = jac.identity_deviation(post, x, probes)
     assert got.deviation == pytest.approx(_frobenius_per_entry(j_n - np.eye(2)), abs=1e-12)
     assert got.gain == pytest.approx(_frobenius_per_entry(j_n), abs=1e-12)
