@@ -113,6 +113,16 @@ def tiny_runs(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def unrun(tmp_path_factory):
+    """Every claim with no suite results stored: the analytic ones graded live, the others
+    missing-results."""
+    from blocklab.claims import Context, run_claims
+    from blocklab.experiments.options import RunRequest
+
+    return run_claims(None, Context(RunRequest(tmp_path_factory.mktemp("none"), "quick")))
+
+
 @contextlib.contextmanager
 def figures_unrasterized():
     """Every figure built as the report builds it, but not rasterized (placeholder PNG bytes):

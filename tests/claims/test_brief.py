@@ -28,13 +28,6 @@ def graded(fake_results):  # noqa: F811
     return run_claims(None, Context(RunRequest(fake_results, "quick")))
 
 
-@pytest.fixture(scope="module")
-def unrun(tmp_path_factory):
-    """Every claim with no suite results stored: the analytic ones graded live, the others
-    missing-results."""
-    return run_claims(None, Context(RunRequest(tmp_path_factory.mktemp("none"), "quick")))
-
-
 def _symbol(r: ClaimResult) -> str:
     return VERDICT_STYLES[r.verdict].symbol
 

@@ -9,7 +9,6 @@ import pytest
 from blocklab.experiments.options import RunRequest
 from blocklab.report.build import build_report
 
-from ..claims.test_brief import unrun  # noqa: F401 - the fixture: every claim, no results stored
 from ..conftest import _flock, _shared_folder
 
 
