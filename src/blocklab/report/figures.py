@@ -123,7 +123,7 @@ def _label(ax, x: str | None = None, y: str | None = None, title: str | None = N
         ax.grid(True, axis=grid, alpha=0.3)
     if legend:
         handles, labels = ax.get_legend_handles_labels()
-        shown = dict(zip(labels, handles, strict=True))  # a label drawn twice: one entry
+        shown = dict(zip(labels, handles, strict=True))  # a label drawn twice (one style): one entry
         ax.legend(shown.values(), shown.keys(), fontsize=legend, **legend_kw)
 
 

@@ -246,9 +246,7 @@ def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
     """The parts the budget sentence prices, those past their designs (with the redesign each
     needs), then those it cannot price, as table rows."""
     rows = [[p["claim"], p["part"], p["n"], p["seeds_needed"], p["extra_seeds"],
-             f"{p['seed_cost_s']:.1f}", f"{p['seconds'] / 60:.1f}",
-             ", ".join(p["arms"]) + (f" ({t('whole_suite', lang)})" if p["whole_suite"]
-                                     else "")]
+             f"{p['seed_cost_s']:.1f}", f"{p['seconds'] / 60:.1f}", ", ".join(p["arms"])]
             for p in budget["parts"]]
     rows += [[p["claim"], p["part"], p["n"], p["seeds_needed"], "—", "—", "—",
               t("needs_redesign", lang).format(redesign=p["redesign"])]
