@@ -367,8 +367,9 @@ def shown_suites(doc: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     """The document's suites, in its order, as the page shows them: {name, section, heading,
     figures} from each registered suite (`blocklab.experiments.suites.get_suite`)."""
     suites = {name: get_suite(name) for name in doc.get("suites", {})}
-    return [{"name": name, "section": suite.section, "heading": suite.heading[lang == "zh"],
-             "figures": list(suite.figures)} for name, suite in suites.items()]
+    return [{"name": name, "section": suite.section,
+             "heading": suite.heading[1 if lang == "zh" else 0], "figures": list(suite.figures)}
+            for name, suite in suites.items()]
 
 
 def sections(suites: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:

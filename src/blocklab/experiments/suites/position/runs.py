@@ -869,7 +869,8 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
         prompt = torch.from_numpy(corpus.val[:L].astype(np.int64))[None]  # [1, L]
         for scheme, model in models.items():
             def train_call(model=model):
-                model.train()(prompt).float().sum().backward()
+                model.train()
+                model(prompt).float().sum().backward()
 
             def decode_step(model=model):  # one token's decode on a freshly prefilled cache
                 return decode_call(model.eval(), prompt[:, :L - n_decode], prompt[:, :1])()
